@@ -1,0 +1,47 @@
+// Argument checks shared by the CPU and CUDA base-conversion handlers.
+//
+// BConv from basis {q_j} (Lin limbs) to basis {p_i} (Lout limbs):
+//   y_j    = x_j * pre_j mod q_j                 (pre_j = (Q/q_j)^-1 mod q_j for the CRT form)
+//   out_i  = sum_j y_j * mat[i][j]  mod p_i      (mat[i][j] = (Q/q_j) mod p_i)
+// The sum is accumulated in 64 bits. When sum_j mat[i][j] * q_j < 2^64 for every row
+// (checked when the table is built) no intermediate reduction is needed: fold_every >= Lin.
+// Otherwise the accumulator is reduced after every `fold_every` terms.
+//
+// in_consts:  uint32[3, Lin]  rows: q_j, pre_j, Shoup(pre_j)
+// mat:        uint32[Lout, Lin]
+// out_consts: uint32[4, Lout] rows: p_i, 2^32 mod p_i, Shoup(2^32 mod p_i), Shoup(1)
+#pragma once
+
+#include "common.h"
+
+namespace jax_fhe {
+
+constexpr int64_t kMaxBconvInLimbs = 64;
+
+struct BconvShape {
+  PolyShape in;
+  int64_t lin = 0, lout = 0, batch = 0;
+};
+
+inline ffi::Error check_bconv_args(ffi::AnyBuffer::Dimensions x, ffi::AnyBuffer::Dimensions in_c,
+                                   ffi::AnyBuffer::Dimensions mat, ffi::AnyBuffer::Dimensions out_c,
+                                   ffi::AnyBuffer::Dimensions y, int64_t fold_every,
+                                   BconvShape* s) {
+  if (auto e = decode_poly_shape(x, "bconv input", &s->in); e.failure()) return e;
+  s->lin = s->in.limbs;
+  s->batch = s->in.polys / (s->lin > 0 ? s->lin : 1);
+  if (s->lin < 1 || s->lin > kMaxBconvInLimbs)
+    return ffi::Error::InvalidArgument("bconv: input limb count must be in [1, 64]");
+  if (y.size() != x.size()) return ffi::Error::InvalidArgument("bconv: output rank mismatch");
+  s->lout = y[y.size() - 2];
+  for (size_t i = 0; i < x.size(); ++i)
+    if (i != x.size() - 2 && y[i] != x[i])
+      return ffi::Error::InvalidArgument("bconv: output shape mismatch");
+  if (auto e = expect_count(in_c, 2, 3 * s->lin, "bconv input constants"); e.failure()) return e;
+  if (auto e = expect_count(mat, 2, s->lout * s->lin, "bconv matrix"); e.failure()) return e;
+  if (auto e = expect_count(out_c, 2, 4 * s->lout, "bconv output constants"); e.failure()) return e;
+  if (fold_every < 1) return ffi::Error::InvalidArgument("bconv: fold_every must be >= 1");
+  return ffi::Error::Success();
+}
+
+}  // namespace jax_fhe

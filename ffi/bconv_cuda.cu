@@ -1,0 +1,179 @@
+// Base conversion on CUDA, bit-identical to bconv_cpu.cc (semantics in bconv_args.h).
+//
+// One thread owns VEC consecutive coefficients of one batch entry: it loads the Lin input
+// residues once (vector loads, coalesced across the warp), pre-multiplies them in registers,
+// and writes every output limb of its output group once. The table slice of the block's output
+// group sits in shared memory; all threads of a warp read the same entry (broadcast).
+// Accumulation is 64-bit (IMAD.WIDE); with FOLD=false there is no reduction until the end.
+// When the grid would be too small to fill the GPU (small batch), the output limbs are split
+// over blockIdx.z; the inputs are then re-read from L2.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "bconv_args.h"
+#include "common.h"
+#include "modarith.h"
+
+namespace jax_fhe {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <int VEC>
+struct VecIO;
+template <>
+struct VecIO<1> {
+  static __device__ __forceinline__ void load(const uint32_t* p, uint32_t (&v)[1]) { v[0] = *p; }
+  static __device__ __forceinline__ void store(uint32_t* p, const uint32_t (&v)[1]) { *p = v[0]; }
+};
+template <>
+struct VecIO<2> {
+  static __device__ __forceinline__ void load(const uint32_t* p, uint32_t (&v)[2]) {
+    uint2 t = *reinterpret_cast<const uint2*>(p);
+    v[0] = t.x;
+    v[1] = t.y;
+  }
+  static __device__ __forceinline__ void store(uint32_t* p, const uint32_t (&v)[2]) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(v[0], v[1]);
+  }
+};
+
+template <int KMAX, int VEC, bool FOLD>
+__global__ void __launch_bounds__(kThreads)
+    bconv_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, int lin, int lout,
+                 int n, int out_per_block, int fold_every, const uint32_t* __restrict__ in_c,
+                 const uint32_t* __restrict__ mat, const uint32_t* __restrict__ out_c) {
+  extern __shared__ uint32_t sm[];
+  const int o0 = blockIdx.z * out_per_block;
+  const int on = min(out_per_block, lout - o0);
+  uint32_t* sT = sm;                        // [on][lin]
+  uint32_t* sOut = sT + out_per_block * lin;  // [4][on]
+  for (int k = threadIdx.x; k < on * lin; k += blockDim.x) sT[k] = mat[o0 * lin + k];
+  for (int k = threadIdx.x; k < on; k += blockDim.x) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) sOut[r * out_per_block + k] = out_c[r * lout + o0 + k];
+  }
+  __syncthreads();
+
+  const int64_t c = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) * VEC;
+  if (c >= n) return;
+  const int64_t b = blockIdx.y;
+  const uint32_t* xb = x + b * lin * n + c;
+  uint32_t* yb = y + b * lout * n + c;
+
+  uint32_t v[KMAX][VEC];
+#pragma unroll
+  for (int j = 0; j < KMAX; ++j) {
+    if (j < lin) {
+      VecIO<VEC>::load(xb + static_cast<int64_t>(j) * n, v[j]);
+      const uint32_t q = __ldg(in_c + j), w = __ldg(in_c + lin + j), ws = __ldg(in_c + 2 * lin + j);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) v[j][e] = mul_shoup(v[j][e], w, ws, q);
+    }
+  }
+  for (int i = 0; i < on; ++i) {
+    const Reduce64 red{sOut[i], sOut[out_per_block + i], sOut[2 * out_per_block + i],
+                       sOut[3 * out_per_block + i]};
+    const uint32_t* Ti = sT + i * lin;
+    uint64_t acc[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) acc[e] = 0;
+#pragma unroll
+    for (int j = 0; j < KMAX; ++j) {
+      if (j < lin) {
+        const uint64_t t = Ti[j];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] += t * v[j][e];
+        if (FOLD && (j + 1) % fold_every == 0 && j + 1 < lin) {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) acc[e] = reduce64(acc[e], red);
+        }
+      }
+    }
+    uint32_t out[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) out[e] = reduce64(acc[e], red);
+    VecIO<VEC>::store(yb + static_cast<int64_t>(o0 + i) * n, out);
+  }
+}
+
+int sm_count() {
+  static const int count = [] {
+    int dev = 0, c = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || c <= 0)
+      c = 100;
+    return c;
+  }();
+  return count;
+}
+
+template <int KMAX, int VEC>
+void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
+            const uint32_t* x, uint32_t* y, const uint32_t* in_c, const uint32_t* mat,
+            const uint32_t* out_c) {
+  const int n = static_cast<int>(s.in.n), lin = static_cast<int>(s.lin), lout = static_cast<int>(s.lout);
+  const int tiles = (n + kThreads * VEC - 1) / (kThreads * VEC);
+  const int64_t blocks_xy = static_cast<int64_t>(tiles) * s.batch;
+  int splits = static_cast<int>(std::min<int64_t>(lout, std::max<int64_t>(1, (2 * sm_count() + blocks_xy - 1) / blocks_xy)));
+  const int per_block = (lout + splits - 1) / splits;
+  splits = (lout + per_block - 1) / per_block;
+  const size_t smem = sizeof(uint32_t) * (per_block * lin + 4 * per_block);
+  for (int64_t b0 = 0; b0 < s.batch; b0 += 65535) {
+    const int64_t nb = std::min<int64_t>(65535, s.batch - b0);
+    dim3 grid(tiles, static_cast<unsigned>(nb), splits);
+    const uint32_t* xs = x + b0 * lin * n;
+    uint32_t* ys = y + b0 * lout * n;
+    if (fold)
+      bconv_kernel<KMAX, VEC, true><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, per_block, fold_every, in_c, mat, out_c);
+    else
+      bconv_kernel<KMAX, VEC, false><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, per_block, fold_every, in_c, mat, out_c);
+  }
+}
+
+ffi::Error BconvCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
+                         ffi::Buffer<ffi::U32> in_consts, ffi::Buffer<ffi::U32> mat,
+                         ffi::Buffer<ffi::U32> out_consts, ffi::ResultBuffer<ffi::U32> y,
+                         int64_t fold_every) {
+  BconvShape s;
+  if (auto e = check_bconv_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
+                                out_consts.dimensions(), y->dimensions(), fold_every, &s);
+      e.failure())
+    return e;
+  if (s.batch == 0 || s.lout == 0) return ffi::Error::Success();
+  const bool fold = fold_every < s.lin;
+  const int fe = static_cast<int>(std::min<int64_t>(fold_every, s.lin));
+  auto args = [&](auto launcher) {
+    launcher(stream, s, fold, fe, x.typed_data(), y->typed_data(), in_consts.typed_data(),
+             mat.typed_data(), out_consts.typed_data());
+  };
+  if (s.lin <= 4) args(launch<4, 2>);
+  else if (s.lin <= 8) args(launch<8, 2>);
+  else if (s.lin <= 12) args(launch<12, 2>);
+  else if (s.lin <= 16) args(launch<16, 2>);
+  else if (s.lin <= 24) args(launch<24, 2>);
+  else if (s.lin <= 32) args(launch<32, 1>);
+  else if (s.lin <= 48) args(launch<48, 1>);
+  else args(launch<64, 1>);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    return ffi::Error::Internal(std::string("bconv kernel launch failed: ") + cudaGetErrorString(err));
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCuda, BconvCudaImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U32>>()
+                                  .Attr<int64_t>("fold_every"),
+                              {ffi::Traits::kCmdBufferCompatible});
+
+}  // namespace jax_fhe

@@ -1,0 +1,49 @@
+// The nanobind extension jax_fhe._kernels: hands out one capsule per XLA FFI handler.
+// jax_fhe/_ffi.py registers them with jax.ffi.register_ffi_target under the target names
+// below, for the "cpu" platform always and for "CUDA" when the CUDA kernels were built.
+#include <nanobind/nanobind.h>
+
+#include "handlers.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+template <typename T>
+nb::capsule capsule(T* fn) {
+  static_assert(std::is_invocable_r_v<XLA_FFI_Error*, T, XLA_FFI_CallFrame*>,
+                "not an XLA FFI handler");
+  return nb::capsule(reinterpret_cast<void*>(fn));
+}
+
+}  // namespace
+
+NB_MODULE(_kernels, m) {
+  m.doc() = "jax_fhe XLA FFI kernels (CPU and, when built, CUDA)";
+  m.def("cpu_targets", []() {
+    nb::dict d;
+    d["jax_fhe_ntt_forward"] = capsule(jax_fhe::NttForwardCpu);
+    d["jax_fhe_ntt_inverse"] = capsule(jax_fhe::NttInverseCpu);
+    d["jax_fhe_bconv"] = capsule(jax_fhe::BconvCpu);
+    d["jax_fhe_automorphism_ntt"] = capsule(jax_fhe::AutomorphismNttCpu);
+    d["jax_fhe_automorphism_coeff"] = capsule(jax_fhe::AutomorphismCoeffCpu);
+    return d;
+  });
+  m.def("cuda_targets", []() {
+    nb::dict d;
+#ifdef JAX_FHE_WITH_CUDA
+    d["jax_fhe_ntt_forward"] = capsule(jax_fhe::NttForwardCuda);
+    d["jax_fhe_ntt_inverse"] = capsule(jax_fhe::NttInverseCuda);
+    d["jax_fhe_bconv"] = capsule(jax_fhe::BconvCuda);
+    d["jax_fhe_automorphism_ntt"] = capsule(jax_fhe::AutomorphismNttCuda);
+    d["jax_fhe_automorphism_coeff"] = capsule(jax_fhe::AutomorphismCoeffCuda);
+#endif
+    return d;
+  });
+  m.attr("built_with_cuda") =
+#ifdef JAX_FHE_WITH_CUDA
+      true;
+#else
+      false;
+#endif
+}

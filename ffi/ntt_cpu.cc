@@ -1,0 +1,124 @@
+// Negacyclic NTT on the CPU: the reference semantics the CUDA kernels must match bit for bit.
+//
+// Forward: natural-order coefficients -> evaluations in bit-reversed order, Cooley-Tukey
+// butterflies with tw[m + i] = psi^brev(m + i) (psi a primitive 2N-th root of unity).
+// Inverse: Gentleman-Sande butterflies with the inverse twiddles, then a multiply by N^-1.
+#include <cstring>
+
+#include "common.h"
+#include "modarith.h"
+#include "ntt_args.h"
+#include "parallel.h"
+
+namespace jax_fhe {
+
+namespace {
+
+void ntt_forward_one(uint32_t* a, int64_t n, uint32_t q, const uint32_t* w, const uint32_t* ws) {
+  for (int64_t m = 1, t = n / 2; m < n; m <<= 1, t >>= 1) {
+    for (int64_t i = 0; i < m; ++i) {
+      const uint32_t wi = w[m + i], wsi = ws[m + i];
+      uint32_t* lo = a + 2 * i * t;
+      uint32_t* hi = lo + t;
+      for (int64_t j = 0; j < t; ++j) ct_butterfly(lo[j], hi[j], wi, wsi, q);
+    }
+  }
+}
+
+void ntt_inverse_one(uint32_t* a, int64_t n, uint32_t q, const uint32_t* w, const uint32_t* ws,
+                     uint32_t n_inv, uint32_t n_inv_shoup) {
+  for (int64_t m = n / 2, t = 1; m >= 1; m >>= 1, t <<= 1) {
+    for (int64_t i = 0; i < m; ++i) {
+      const uint32_t wi = w[m + i], wsi = ws[m + i];
+      uint32_t* lo = a + 2 * i * t;
+      uint32_t* hi = lo + t;
+      for (int64_t j = 0; j < t; ++j) gs_butterfly(lo[j], hi[j], wi, wsi, q);
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) a[j] = mul_shoup(a[j], n_inv, n_inv_shoup, q);
+}
+
+ffi::Error check_rows(const int32_t* rows, int64_t limbs, int64_t table_rows) {
+  for (int64_t l = 0; l < limbs; ++l)
+    if (rows[l] < 0 || rows[l] >= table_rows)
+      return ffi::Error::InvalidArgument("ntt: row index out of range of the tables");
+  return ffi::Error::Success();
+}
+
+ffi::Error NttForwardCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows,
+                             ffi::Buffer<ffi::U32> moduli, ffi::Buffer<ffi::U32> tw,
+                             ffi::Buffer<ffi::U32> tw_shoup, ffi::ResultBuffer<ffi::U32> y) {
+  PolyShape s;
+  if (auto e = decode_poly_shape(x.dimensions(), "ntt input", &s); e.failure()) return e;
+  int64_t table_rows = 0;
+  if (auto e = check_ntt_args(s, y->dimensions(), x.dimensions(), rows.dimensions(),
+                              moduli.dimensions(), tw.dimensions(), tw_shoup.dimensions(),
+                              &table_rows);
+      e.failure())
+    return e;
+  if (auto e = check_rows(rows.typed_data(), s.limbs, table_rows); e.failure()) return e;
+  const uint32_t* src = x.typed_data();
+  uint32_t* dst = y->typed_data();
+  if (dst != src) std::memcpy(dst, src, sizeof(uint32_t) * s.polys * s.n);
+  const int32_t* r = rows.typed_data();
+  parallel_for(s.polys, s.n * s.log_n, [&](int64_t p) {
+    const int64_t row = r[p % s.limbs];
+    ntt_forward_one(dst + p * s.n, s.n, moduli.typed_data()[row], tw.typed_data() + row * s.n,
+                    tw_shoup.typed_data() + row * s.n);
+  });
+  return ffi::Error::Success();
+}
+
+ffi::Error NttInverseCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows,
+                             ffi::Buffer<ffi::U32> moduli, ffi::Buffer<ffi::U32> itw,
+                             ffi::Buffer<ffi::U32> itw_shoup, ffi::Buffer<ffi::U32> n_inv,
+                             ffi::Buffer<ffi::U32> n_inv_shoup, ffi::ResultBuffer<ffi::U32> y) {
+  PolyShape s;
+  if (auto e = decode_poly_shape(x.dimensions(), "intt input", &s); e.failure()) return e;
+  int64_t table_rows = 0;
+  if (auto e = check_ntt_args(s, y->dimensions(), x.dimensions(), rows.dimensions(),
+                              moduli.dimensions(), itw.dimensions(), itw_shoup.dimensions(),
+                              &table_rows);
+      e.failure())
+    return e;
+  if (auto e = expect_count(n_inv.dimensions(), 1, table_rows, "intt N^-1"); e.failure()) return e;
+  if (auto e = expect_count(n_inv_shoup.dimensions(), 1, table_rows, "intt N^-1 (Shoup)");
+      e.failure())
+    return e;
+  if (auto e = check_rows(rows.typed_data(), s.limbs, table_rows); e.failure()) return e;
+  const uint32_t* src = x.typed_data();
+  uint32_t* dst = y->typed_data();
+  if (dst != src) std::memcpy(dst, src, sizeof(uint32_t) * s.polys * s.n);
+  const int32_t* r = rows.typed_data();
+  parallel_for(s.polys, s.n * s.log_n, [&](int64_t p) {
+    const int64_t row = r[p % s.limbs];
+    ntt_inverse_one(dst + p * s.n, s.n, moduli.typed_data()[row], itw.typed_data() + row * s.n,
+                    itw_shoup.typed_data() + row * s.n, n_inv.typed_data()[row],
+                    n_inv_shoup.typed_data()[row]);
+  });
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardCpu, NttForwardCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x
+                                  .Arg<ffi::Buffer<ffi::S32>>()  // rows
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // moduli
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // twiddles
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // twiddles (Shoup)
+                                  .Ret<ffi::Buffer<ffi::U32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(NttInverseCpu, NttInverseCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x
+                                  .Arg<ffi::Buffer<ffi::S32>>()  // rows
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // moduli
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // inverse twiddles
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // inverse twiddles (Shoup)
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // N^-1
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // N^-1 (Shoup)
+                                  .Ret<ffi::Buffer<ffi::U32>>());
+
+}  // namespace jax_fhe

@@ -1,0 +1,34 @@
+"""Input validation shared by the primitive wrappers (runs at trace time, before lowering)."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..rns.context import RNSContext, check_ring_degree
+
+
+def as_poly(x, what: str, n: int | None = None) -> jax.Array:
+    """Return x as a uint32[..., L, N] array or raise a TypeError/ValueError saying why not."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        raise TypeError(f"{what}: expected a uint32 array of shape [..., L, N], got {type(x).__name__}")
+    if np.dtype(dtype) != np.uint32:
+        raise TypeError(f"{what}: expected dtype uint32 (RNS residues), got {np.dtype(dtype)}")
+    x = jnp.asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"{what}: expected shape [..., L, N], got {x.shape}")
+    check_ring_degree(x.shape[-1])
+    if n is not None and x.shape[-1] != n:
+        raise ValueError(f"{what}: data has N={x.shape[-1]} but the tables were built for N={n}")
+    return x
+
+
+def as_context(ctx, what: str) -> RNSContext:
+    if not isinstance(ctx, RNSContext):
+        raise TypeError(f"{what}: expected an RNSContext (jax_fhe.rns.make_context), got {type(ctx).__name__}")
+    return ctx
+
+
+def rows_array(rows) -> np.ndarray:
+    return np.asarray(rows, dtype=np.int32)

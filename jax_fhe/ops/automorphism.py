@@ -1,0 +1,54 @@
+"""Ring automorphisms X -> X^g (g odd, 0 < g < 2N) as XLA FFI primitives.
+
+In the NTT domain the automorphism is a permutation of the bit-reversed evaluation slots; in
+the coefficient domain it moves coefficient i to i*g mod 2N with a sign flip past N. CKKS
+rotations by r slots use g = 5^r mod 2N, conjugation g = 2N - 1.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+
+from ._checks import as_context, as_poly
+
+
+def galois_element(step: int, n: int) -> int:
+    """Galois element 5^step mod 2N of a slot rotation by ``step`` (negative: left/right inverse)."""
+    two_n = 2 * int(n)
+    return pow(5, int(step) % (int(n) // 2), two_n)
+
+
+def conjugation_element(n: int) -> int:
+    """Galois element 2N - 1 (complex conjugation of CKKS slots)."""
+    return 2 * int(n) - 1
+
+
+def _check_galois(galois: int, n: int) -> int:
+    g = int(galois)
+    if g <= 0 or g >= 2 * n or g % 2 == 0:
+        raise ValueError(f"galois element {galois} must be odd and in (0, 2N = {2 * n})")
+    return g
+
+
+def automorphism_ntt(x, galois: int) -> jax.Array:
+    """X -> X^galois on NTT-domain data ``x``: uint32[..., L, N] (a slot permutation)."""
+    x = as_poly(x, "automorphism_ntt")
+    g = _check_galois(galois, x.shape[-1])
+    call = jax.ffi.ffi_call("jax_fhe_automorphism_ntt", jax.ShapeDtypeStruct(x.shape, x.dtype),
+                            vmap_method="expand_dims")
+    return call(x, galois=g)
+
+
+def automorphism_coeff(x, galois: int, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    """X -> X^galois on coefficient-domain data ``x``: uint32[..., L, N]."""
+    ctx = as_context(ctx, "automorphism_coeff")
+    x = as_poly(x, "automorphism_coeff", ctx.n)
+    n = x.shape[-1]
+    g = _check_galois(galois, n)
+    rows = ctx.rows_for(x.shape[-2], rows)
+    moduli = ctx.moduli[jnp.asarray(rows, dtype=jnp.int32)]
+    call = jax.ffi.ffi_call("jax_fhe_automorphism_coeff",
+                            jax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="expand_dims")
+    return call(x, moduli, galois=g, galois_inv=pow(g, -1, 2 * n))

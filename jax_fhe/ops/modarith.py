@@ -1,0 +1,87 @@
+"""Element-wise modular arithmetic on uint32[..., L, N] in plain jax.numpy.
+
+XLA fuses these with their neighbours, so they need no custom kernel. Products use
+Montgomery reduction built from 32-bit ``lax.mul``/``lax.mulhi`` (no x64 needed). Inputs must be
+canonical residues in [0, q) of the limb's prime; outputs are canonical too.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ._checks import as_context, as_poly
+
+_U32 = jnp.uint32
+
+
+def _limb_consts(ctx, x, rows, what):
+    ctx = as_context(ctx, what)
+    x = as_poly(x, what, ctx.n)
+    rows = ctx.rows_for(x.shape[-2], rows)
+    if rows == tuple(range(len(ctx.primes)))[: len(rows)] and len(rows) == len(ctx.primes):
+        pick = lambda a: a  # noqa: E731
+    else:
+        idx = jnp.asarray(rows, dtype=jnp.int32)
+        pick = lambda a: a[idx]  # noqa: E731
+    return x, pick(ctx.moduli)[:, None], pick(ctx.neg_qinv)[:, None], pick(ctx.r2)[:, None]
+
+
+def _same_shape(a, b, what):
+    b = as_poly(b, what)
+    if a.shape != b.shape:
+        raise ValueError(f"{what}: operand shapes differ: {a.shape} vs {b.shape}")
+    return b
+
+
+def _csub(x, q):
+    return jnp.minimum(x, x - q)  # x < 2q: x - q wraps above x when x < q
+
+
+def _mont(a, b, q, nqinv):
+    """a * b * 2^-32 mod q for a * b < q * 2^32, in [0, q)."""
+    lo = a * b
+    hi = lax.mulhi(a, b)
+    m = lo * nqinv
+    # lo + low32(m q) is 0 or 2^32: the carry into the high word is (lo != 0)
+    u = hi + lax.mulhi(m, q) + (lo != 0).astype(_U32)
+    return _csub(u, q)
+
+
+def add_mod(a, b, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    a, q, _, _ = _limb_consts(ctx, a, rows, "add_mod")
+    b = _same_shape(a, b, "add_mod")
+    return _csub(a + b, q)
+
+
+def sub_mod(a, b, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    a, q, _, _ = _limb_consts(ctx, a, rows, "sub_mod")
+    b = _same_shape(a, b, "sub_mod")
+    return _csub(a + (q - b), q)
+
+
+def neg_mod(a, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    a, q, _, _ = _limb_consts(ctx, a, rows, "neg_mod")
+    return _csub(q - a, q)
+
+
+def mul_mod(a, b, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    """a * b mod q (two Montgomery steps: a b R^-1, then times R^2 R^-1)."""
+    a, q, nqinv, r2 = _limb_consts(ctx, a, rows, "mul_mod")
+    b = _same_shape(a, b, "mul_mod")
+    return _mont(_mont(a, b, q, nqinv), r2, q, nqinv)
+
+
+def mac_mod(acc, a, b, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    """acc + a * b mod q."""
+    acc, q, _, _ = _limb_consts(ctx, acc, rows, "mac_mod")
+    return _csub(acc + mul_mod(a, b, ctx, rows), q)
+
+
+def reduce_mod(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    """Any uint32 values -> canonical residues x mod q (e.g. to import external data)."""
+    x, q, nqinv, r2 = _limb_consts(ctx, x, rows, "reduce_mod")
+    one = jnp.ones_like(q)
+    return _mont(_mont(x, r2, q, nqinv), one, q, nqinv)  # x R^2 R^-1 = x R; x R * 1 * R^-1

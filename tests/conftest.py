@@ -1,0 +1,53 @@
+"""Shared fixtures: every kernel test runs on each backend; the GPU variant skips with a
+reason on machines without a CUDA device (or without the CUDA kernels built)."""
+from __future__ import annotations
+
+import zlib
+
+import jax
+import numpy as np
+import pytest
+
+import jax_fhe
+
+
+def _gpu_skip_reason() -> str | None:
+    if not jax_fhe.built_with_cuda():
+        return "jax_fhe was built without its CUDA kernels (no nvcc at build time)"
+    if not jax_fhe.gpu_available():
+        return "no CUDA device visible to JAX"
+    return None
+
+
+@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def device(request):
+    """The jax.Device a test runs on."""
+    if request.param == "gpu":
+        reason = _gpu_skip_reason()
+        if reason:
+            pytest.skip(reason)
+        return jax.devices("gpu")[0]
+    return jax.devices("cpu")[0]
+
+
+@pytest.fixture
+def put(device):
+    """Move arrays and pytrees (contexts, tables) onto the test's device."""
+    return lambda tree: jax.device_put(tree, device)
+
+
+@pytest.fixture
+def rng(request):
+    """A numpy Generator seeded from the test's name: reproducible, different per test."""
+    seed = zlib.crc32(request.node.nodeid.encode())
+    return np.random.default_rng(seed)
+
+
+def random_residues(rng, primes, n, batch=()):
+    """uint32[*batch, L, N] with limb l uniform in [0, primes[l]), plus the edge values 0, 1 and
+    q - 1 planted at the first coefficients."""
+    limbs = [rng.integers(0, q, size=batch + (n,), dtype=np.uint64) for q in primes]
+    x = np.stack(limbs, axis=-2)
+    for l, q in enumerate(primes):
+        x[..., l, :3] = [0, 1, q - 1]
+    return x.astype(np.uint32)

@@ -1,0 +1,190 @@
+"""NTT / INTT: bit-exact against the Python-integer definition, on every backend."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jax_fhe import ops, rns
+
+import reference as ref
+from conftest import random_residues
+
+LOG_NS = list(range(10, 17))
+PRIME_SETS = {
+    "30bit": lambda n: rns.ntt_primes(30, 3, n),
+    "31bit": lambda n: rns.ntt_primes(31, 2, n),                      # just below 2^31
+    "mixed": lambda n: rns.ntt_primes(25, 1, n) + rns.ntt_primes(29, 1, n, congruent_to=1 << 18),
+}
+
+
+def _psi(ctx, t):
+    # psi_table[k] = psi^brev(k) and brev(N/2) = 1, so psi = psi_table[N/2]
+    return int(ctx.psi[t, ctx.n // 2])
+
+
+def _slots(rng, n, count=12):
+    return sorted({0, 1, n // 2, n - 1, *rng.integers(0, n, count).tolist()})
+
+
+@pytest.mark.parametrize("log_n", LOG_NS)
+@pytest.mark.parametrize("primes", PRIME_SETS)
+def test_ntt_matches_definition(log_n, primes, device, put, rng):
+    n = 1 << log_n
+    ps = PRIME_SETS[primes](n)
+    ctx = put(rns.make_context(ps, n))
+    x = random_residues(rng, ps, n, batch=(2,))
+    y = np.asarray(ops.ntt(put(jnp.asarray(x)), ctx))
+    assert y.dtype == np.uint32 and y.shape == x.shape
+    b = 1
+    for t, q in enumerate(ps):
+        psi = _psi(ctx, t)
+        assert pow(psi, n, q) == q - 1  # a primitive 2N-th root
+        coeffs = x[b, t].tolist()
+        for k in _slots(rng, n):
+            assert int(y[b, t, k]) == ref.ntt_slot(coeffs, k, q, psi), (t, k)
+    assert np.all(y < np.array(ps, dtype=np.uint32)[:, None])
+
+
+@pytest.mark.parametrize("log_n", LOG_NS)
+def test_intt_matches_definition(log_n, device, put, rng):
+    n = 1 << log_n
+    ps = rns.ntt_primes(31, 2, n)
+    ctx = put(rns.make_context(ps, n))
+    evals = random_residues(rng, ps, n)
+    x = np.asarray(ops.intt(put(jnp.asarray(evals)), ctx))
+    for t, q in enumerate(ps):
+        psi = _psi(ctx, t)
+        e = evals[t].tolist()
+        for i in _slots(rng, n, count=4):
+            assert int(x[t, i]) == ref.intt_coeff(e, i, q, psi), (t, i)
+
+
+@pytest.mark.parametrize("log_n", LOG_NS)
+@pytest.mark.parametrize("primes", PRIME_SETS)
+def test_round_trip_is_identity(log_n, primes, device, put, rng):
+    n = 1 << log_n
+    ps = PRIME_SETS[primes](n)
+    ctx = put(rns.make_context(ps, n))
+    x = random_residues(rng, ps, n, batch=(3,))
+    xd = put(jnp.asarray(x))
+    np.testing.assert_array_equal(np.asarray(ops.intt(ops.ntt(xd, ctx), ctx)), x)
+    np.testing.assert_array_equal(np.asarray(ops.ntt(ops.intt(xd, ctx), ctx)), x)
+
+
+@pytest.mark.parametrize("value", ["zero", "one", "q-1"])
+def test_edge_polynomials(value, device, put):
+    n = 1 << 12
+    ps = rns.ntt_primes(31, 2, n)
+    ctx = put(rns.make_context(ps, n))
+    q = np.array(ps, dtype=np.uint64)[:, None]
+    x = {"zero": np.zeros((2, n)), "one": np.ones((2, n)), "q-1": np.broadcast_to(q - 1, (2, n))}[value]
+    x = np.asarray(x, dtype=np.uint32)
+    y = np.asarray(ops.ntt(put(jnp.asarray(x)), ctx))
+    for t, qt in enumerate(ps):
+        psi = _psi(ctx, t)
+        for k in (0, 7, n - 1):
+            assert int(y[t, k]) == ref.ntt_slot(x[t].tolist(), k, qt, psi)
+    np.testing.assert_array_equal(np.asarray(ops.intt(jnp.asarray(y), ctx)), x)
+    if value == "zero":
+        assert not y.any()
+
+
+@pytest.mark.parametrize("log_n", LOG_NS)
+def test_pointwise_product_is_negacyclic_convolution(log_n, device, put, rng):
+    n = 1 << log_n
+    ps = rns.ntt_primes(30, 2, n)
+    ctx = put(rns.make_context(ps, n))
+    a = random_residues(rng, ps, n)
+    # b: sparse (12 random terms incl. the wrap-around-heavy top coefficient) so the
+    # schoolbook reference stays fast at N = 2^16
+    b = np.zeros_like(a)
+    idx = np.unique(np.concatenate([[0, n - 1], rng.integers(0, n, 10)]))
+    for t, q in enumerate(ps):
+        b[t, idx] = rng.integers(0, q, idx.size, dtype=np.uint64).astype(np.uint32)
+    A, B = ops.ntt(put(jnp.asarray(a)), ctx), ops.ntt(put(jnp.asarray(b)), ctx)
+    c = np.asarray(ops.intt(ops.mul_mod(A, B, ctx), ctx))
+    for t, q in enumerate(ps):
+        assert c[t].tolist() == ref.negacyclic_mul(a[t].tolist(), b[t].tolist(), q)
+
+
+def test_dense_negacyclic_product_small_n(device, put, rng):
+    n = 1024
+    ps = rns.ntt_primes(31, 1, n)
+    ctx = put(rns.make_context(ps, n))
+    a, b = random_residues(rng, ps, n), random_residues(rng, ps, n)
+    A, B = ops.ntt(put(jnp.asarray(a)), ctx), ops.ntt(put(jnp.asarray(b)), ctx)
+    c = np.asarray(ops.intt(ops.mul_mod(A, B, ctx), ctx))
+    assert c[0].tolist() == ref.negacyclic_mul(a[0].tolist(), b[0].tolist(), ps[0])
+
+
+def test_rows_select_table_primes(device, put, rng):
+    n = 2048
+    ps = rns.ntt_primes(30, 5, n)
+    ctx = put(rns.make_context(ps, n))
+    rows = (4, 1, 3)
+    sub = put(rns.make_context([ps[r] for r in rows], n))
+    x = put(jnp.asarray(random_residues(rng, [ps[r] for r in rows], n, batch=(2,))))
+    np.testing.assert_array_equal(np.asarray(ops.ntt(x, ctx, rows=rows)), np.asarray(ops.ntt(x, sub)))
+    np.testing.assert_array_equal(np.asarray(ops.intt(x, ctx, rows=rows)), np.asarray(ops.intt(x, sub)))
+
+
+def test_jit_equals_eager_and_vmap_equals_loop(device, put, rng):
+    n = 4096
+    ps = rns.ntt_primes(31, 3, n)
+    ctx = put(rns.make_context(ps, n))
+    x = put(jnp.asarray(random_residues(rng, ps, n, batch=(4, 2))))
+    eager = np.asarray(ops.ntt(x, ctx))
+    jitted = np.asarray(jax.jit(ops.ntt)(x, ctx))
+    np.testing.assert_array_equal(eager, jitted)
+    # vmap over axis 1 (not the leading one), nested vmap, and a loop
+    vm = np.asarray(jax.vmap(lambda v: ops.ntt(v, ctx), in_axes=1, out_axes=1)(x))
+    np.testing.assert_array_equal(vm, eager)
+    nested = np.asarray(jax.vmap(jax.vmap(lambda v: ops.ntt(v, ctx)))(x))
+    np.testing.assert_array_equal(nested, eager)
+    loop = np.stack([np.asarray(ops.ntt(x[i], ctx)) for i in range(x.shape[0])])
+    np.testing.assert_array_equal(loop, eager)
+    inv = jax.jit(jax.vmap(lambda v: ops.intt(v, ctx)))(jnp.asarray(eager))
+    np.testing.assert_array_equal(np.asarray(inv), np.asarray(x))
+
+
+def test_bad_inputs_raise_clear_errors():
+    n = 1024
+    ps = rns.ntt_primes(30, 2, n)
+    ctx = rns.make_context(ps, n)
+    good = jnp.zeros((2, n), jnp.uint32)
+    with pytest.raises(TypeError, match="uint32"):
+        ops.ntt(jnp.zeros((2, n), jnp.int32), ctx)
+    with pytest.raises(TypeError, match="uint32"):
+        ops.intt(np.zeros((2, n), np.float32), ctx)
+    with pytest.raises(ValueError, match=r"\[\.\.\., L, N\]"):
+        ops.ntt(jnp.zeros((n,), jnp.uint32), ctx)
+    with pytest.raises(ValueError, match="power of two"):
+        ops.ntt(jnp.zeros((2, 1000), jnp.uint32), ctx)
+    with pytest.raises(ValueError, match="out of range"):
+        ops.ntt(jnp.zeros((2, 1 << 17), jnp.uint32), ctx)
+    with pytest.raises(ValueError, match="built for N=1024"):
+        ops.ntt(jnp.zeros((2, 2048), jnp.uint32), ctx)
+    with pytest.raises(ValueError, match="only 2 primes"):
+        ops.ntt(jnp.zeros((3, n), jnp.uint32), ctx)
+    with pytest.raises(ValueError, match="out of range"):
+        ops.ntt(good, ctx, rows=(0, 2))
+    with pytest.raises(ValueError, match="rows has 1"):
+        ops.ntt(good, ctx, rows=(0,))
+    with pytest.raises(TypeError, match="RNSContext"):
+        ops.ntt(good, {"psi": 1})
+    # a context with a batch axis is caught by the handler (it cannot be seen at trace time)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="batch axis"):
+        jax.vmap(ops.ntt)(jnp.stack([good, good]), jax.tree.map(lambda a: jnp.stack([a, a]), ctx))
+
+
+def test_handler_rejects_mismatched_tables_directly():
+    """The C++ handler checks shapes itself, even when the Python checks are bypassed."""
+    n = 1024
+    ps = rns.ntt_primes(30, 2, n)
+    ctx = rns.make_context(ps, n)
+    x = jnp.zeros((2, n), jnp.uint32)
+    call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype))
+    with pytest.raises(Exception, match="twiddles"):
+        call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi[:, : n // 2], ctx.psi_shoup)
+    with pytest.raises(Exception, match="row index out of range"):
+        call(x, np.array([0, 5], np.int32), ctx.moduli, ctx.psi, ctx.psi_shoup)
