@@ -80,6 +80,24 @@ FHE_HD void gs_butterfly(uint32_t& a, uint32_t& b, uint32_t w, uint32_t w_shoup,
   b = mul_shoup(a0 + q - b, w, w_shoup, q);  // a0 + q - b < 2q < 2^32
 }
 
+// Harvey's lazy butterflies, for q < 2^30 so that 4q fits in a word.
+// Forward: inputs and outputs in [0, 4q).
+FHE_HD void ct_butterfly_lazy(uint32_t& a, uint32_t& b, uint32_t w, uint32_t w_shoup, uint32_t q) {
+  const uint32_t two_q = 2 * q;
+  uint32_t x = csub(a, two_q);                          // [0, 2q)
+  uint32_t t = mul_shoup_lazy(b, w, w_shoup, q);        // [0, 2q), any 32-bit b
+  a = x + t;
+  b = x - t + two_q;
+}
+
+// Inverse: inputs and outputs in [0, 2q).
+FHE_HD void gs_butterfly_lazy(uint32_t& a, uint32_t& b, uint32_t w, uint32_t w_shoup, uint32_t q) {
+  const uint32_t two_q = 2 * q;
+  uint32_t a0 = a;
+  a = csub(a0 + b, two_q);
+  b = mul_shoup_lazy(a0 - b + two_q, w, w_shoup, q);
+}
+
 // Position of the source coefficient for the automorphism X -> X^g in the NTT domain.
 // NTT outputs are in bit-reversed order: slot k holds the evaluation at psi^(2*brev(k)+1).
 // sigma_g(a)(psi^e) = a(psi^(e*g)), so slot k reads slot brev(((2*brev(k)+1)*g mod 2N - 1)/2).

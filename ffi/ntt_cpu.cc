@@ -47,7 +47,8 @@ ffi::Error check_rows(const int32_t* rows, int64_t limbs, int64_t table_rows) {
 
 ffi::Error NttForwardCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows,
                              ffi::Buffer<ffi::U32> moduli, ffi::Buffer<ffi::U32> tw,
-                             ffi::Buffer<ffi::U32> tw_shoup, ffi::ResultBuffer<ffi::U32> y) {
+                             ffi::Buffer<ffi::U32> tw_shoup, ffi::ResultBuffer<ffi::U32> y,
+                             bool /*lazy: a GPU scheduling hint; results are identical*/) {
   PolyShape s;
   if (auto e = decode_poly_shape(x.dimensions(), "ntt input", &s); e.failure()) return e;
   int64_t table_rows = 0;
@@ -72,7 +73,8 @@ ffi::Error NttForwardCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows
 ffi::Error NttInverseCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows,
                              ffi::Buffer<ffi::U32> moduli, ffi::Buffer<ffi::U32> itw,
                              ffi::Buffer<ffi::U32> itw_shoup, ffi::Buffer<ffi::U32> n_inv,
-                             ffi::Buffer<ffi::U32> n_inv_shoup, ffi::ResultBuffer<ffi::U32> y) {
+                             ffi::Buffer<ffi::U32> n_inv_shoup, ffi::ResultBuffer<ffi::U32> y,
+                             bool /*lazy*/) {
   PolyShape s;
   if (auto e = decode_poly_shape(x.dimensions(), "intt input", &s); e.failure()) return e;
   int64_t table_rows = 0;
@@ -108,7 +110,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardCpu, NttForwardCpuImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()  // moduli
                                   .Arg<ffi::Buffer<ffi::U32>>()  // twiddles
                                   .Arg<ffi::Buffer<ffi::U32>>()  // twiddles (Shoup)
-                                  .Ret<ffi::Buffer<ffi::U32>>());
+                                  .Ret<ffi::Buffer<ffi::U32>>()
+                                  .Attr<bool>("lazy"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(NttInverseCpu, NttInverseCpuImpl,
                               ffi::Ffi::Bind()
@@ -119,6 +122,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(NttInverseCpu, NttInverseCpuImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()  // inverse twiddles (Shoup)
                                   .Arg<ffi::Buffer<ffi::U32>>()  // N^-1
                                   .Arg<ffi::Buffer<ffi::U32>>()  // N^-1 (Shoup)
-                                  .Ret<ffi::Buffer<ffi::U32>>());
+                                  .Ret<ffi::Buffer<ffi::U32>>()
+                                  .Attr<bool>("lazy"));
 
 }  // namespace jax_fhe

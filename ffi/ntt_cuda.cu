@@ -14,6 +14,10 @@
 // sub-transform of size 2^K at local stage sigma this is tw[(W << sigma) + (u >> (K - sigma))]
 // where u is the local index and W = 1 for a column, W = n1 + row for a row.
 //
+// Lazy mode (every prime of the call below 2^30): Harvey butterflies keep values in [0, 4q)
+// (forward) or [0, 2q) (inverse), which removes most conditional subtractions; outputs are
+// reduced to [0, q) on the final store, so both modes give the same bits.
+//
 // Memory traffic: the two phases would move every byte through HBM twice. The handler
 // therefore processes the flattened [P = batch * L] polynomials in chunks small enough that the
 // phase-1 output is still in L2 when phase 2 reads it back and overwrites it in place, so HBM
@@ -75,30 +79,45 @@ __device__ __forceinline__ Round<K> inverse_round(int rd) {
   return forward_round<K>(kRounds - 1 - rd);
 }
 
-template <int K, bool INVERSE>
+// One round of butterflies on the thread's registers. For unit v (high = v / tau) at local
+// stage sigma = sig_lo + d, the group index u >> (K - sigma) equals (high << d) + (e >> (rho - d)),
+// so each distinct twiddle is loaded once per unit.
+template <int K, bool INVERSE, bool LAZY>
 __device__ __forceinline__ void compute_round(uint32_t (&x)[R], const Round<K>& rd, int tt,
                                               uint32_t W, const uint32_t* __restrict__ tw,
                                               const uint32_t* __restrict__ tws, uint32_t q) {
   const int span = 1 << rd.rho;
   const int groups = R >> rd.rho;
+  const int units_per_group = (1 << K) / R;
 #pragma unroll
   for (int qs = 0; qs < 3; ++qs) {
     if (qs >= rd.rho) break;
-    const int sigma = INVERSE ? rd.sig_lo + rd.rho - 1 - qs : rd.sig_lo + qs;
-    const int h = INVERSE ? (1 << qs) : (1 << (rd.rho - 1 - qs));
+    const int d = INVERSE ? rd.rho - 1 - qs : qs;  // sigma - sig_lo
+    const int sigma = rd.sig_lo + d;
+    const int h = 1 << (rd.rho - 1 - d);           // pair distance in e
 #pragma unroll
     for (int gi = 0; gi < R; ++gi) {
       if (gi >= groups) break;
+      const uint32_t high = static_cast<uint32_t>(gi * units_per_group + tt) / rd.tau();
+      const uint32_t tw0 = (W << sigma) + (high << d);
+      // fixed trip counts (4 x 8) so the loops unroll completely and x[] stays in registers
 #pragma unroll
-      for (int e = 0; e < R; ++e) {
-        if (e >= span || (e & h)) continue;
-        const int u = rd.index(tt, gi, e);
-        const uint32_t widx = (W << sigma) + (static_cast<uint32_t>(u) >> (K - sigma));
-        const uint32_t w = __ldg(tw + widx), ws = __ldg(tws + widx);
-        if (INVERSE)
-          gs_butterfly(x[gi * span + e], x[gi * span + e + h], w, ws, q);
-        else
-          ct_butterfly(x[gi * span + e], x[gi * span + e + h], w, ws, q);
+      for (int j = 0; j < 4; ++j) {
+        if (j >= (1 << d)) break;
+        const uint32_t w = __ldg(tw + tw0 + j), ws = __ldg(tws + tw0 + j);
+#pragma unroll
+        for (int ee = 0; ee < R; ++ee) {
+          if (ee >= (1 << (rd.rho - d))) break;
+          const int e = (j << (rd.rho - d)) + ee;
+          if (e & h) continue;
+          uint32_t& a = x[gi * span + e];
+          uint32_t& b = x[gi * span + e + h];
+          if (INVERSE) {
+            if (LAZY) gs_butterfly_lazy(a, b, w, ws, q); else gs_butterfly(a, b, w, ws, q);
+          } else {
+            if (LAZY) ct_butterfly_lazy(a, b, w, ws, q); else ct_butterfly(a, b, w, ws, q);
+          }
+        }
       }
     }
   }
@@ -106,24 +125,35 @@ __device__ __forceinline__ void compute_round(uint32_t (&x)[R], const Round<K>& 
 
 // Run all rounds of a size-2^K sub-transform. LoadG/StoreG map a local index u to global
 // memory; Smem maps it to a shared-memory slot. The first round reads global memory and the
-// last writes it; between rounds data goes through shared memory.
-template <int K, bool INVERSE, typename LoadG, typename StoreG, typename Smem>
+// last writes it; between rounds data goes through shared memory. With CONTIG (rows), a round
+// whose units are 4 consecutive elements moves them as one 16-byte vector (LoadG4/StoreG4).
+template <int K, bool INVERSE, bool LAZY, bool CONTIG, typename LoadG, typename StoreG,
+          typename Smem, typename LoadG4, typename StoreG4>
 __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* tw,
                                            const uint32_t* tws, uint32_t q, uint32_t* smem,
-                                           LoadG load_g, StoreG store_g, Smem sidx) {
+                                           LoadG load_g, StoreG store_g, Smem sidx,
+                                           LoadG4 load_g4, StoreG4 store_g4) {
   constexpr int kRounds = (K + 2) / 3;
   uint32_t x[R];
   auto round_at = [](int rd) { return INVERSE ? inverse_round<K>(rd) : forward_round<K>(rd); };
   {
     const Round<K> r0 = round_at(0);
     const int span = 1 << r0.rho;
+    if (CONTIG && r0.tau() == 1 && span == 4) {
 #pragma unroll
-    for (int i = 0; i < R; ++i) x[i] = load_g(r0.index(tt, i / span, i % span));
+      for (int g = 0; g < R / 4; ++g) {
+        const uint4 v = load_g4(r0.index(tt, g, 0));
+        x[4 * g] = v.x; x[4 * g + 1] = v.y; x[4 * g + 2] = v.z; x[4 * g + 3] = v.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < R; ++i) x[i] = load_g(r0.index(tt, i / span, i % span));
+    }
   }
 #pragma unroll
   for (int rd = 0; rd < kRounds; ++rd) {
     const Round<K> cur = round_at(rd);
-    compute_round<K, INVERSE>(x, cur, tt, W, tw, tws, q);
+    compute_round<K, INVERSE, LAZY>(x, cur, tt, W, tw, tws, q);
     const int span = 1 << cur.rho;
     if (rd + 1 < kRounds) {
 #pragma unroll
@@ -134,6 +164,10 @@ __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* t
 #pragma unroll
       for (int i = 0; i < R; ++i) x[i] = smem[sidx(nxt.index(tt, i / nspan, i % nspan))];
       __syncthreads();
+    } else if (CONTIG && cur.tau() == 1 && span == 4) {
+#pragma unroll
+      for (int g = 0; g < R / 4; ++g)
+        store_g4(cur.index(tt, g, 0), make_uint4(x[4 * g], x[4 * g + 1], x[4 * g + 2], x[4 * g + 3]));
     } else {
 #pragma unroll
       for (int i = 0; i < R; ++i) store_g(cur.index(tt, i / span, i % span), x[i]);
@@ -142,7 +176,7 @@ __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* t
 }
 
 // Phase "columns": stages 0..K1-1 (forward) or their inverse, plus the N^-1 scaling.
-template <int K1, bool INVERSE>
+template <int K1, bool INVERSE, bool LAZY>
 __global__ void __launch_bounds__((1 << K1) / R * kCols)
     ntt_columns_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                        int64_t poly0, Tables t) {
@@ -165,13 +199,15 @@ __global__ void __launch_bounds__((1 << K1) / R * kCols)
     scale = t.scale[row];
     scale_s = t.scale_shoup[row];
   }
-  run_rounds<K1, INVERSE>(
+  // forward phase 1 leaves lazy values for phase 2; the inverse ends here: scale by N^-1 and
+  // reduce (the Shoup product accepts any 32-bit input)
+  run_rounds<K1, INVERSE, LAZY, false>(
       tt, 1u, tw, tws, q, smem, [&](int u) { return s[static_cast<int64_t>(u) * n2]; },
       [&](int u, uint32_t v) {
         if (INVERSE) v = mul_shoup(v, scale, scale_s, q);
         d[static_cast<int64_t>(u) * n2] = v;
       },
-      [&](int u) { return u * kCols + c; });
+      [&](int u) { return u * kCols + c; }, [](int) { return uint4{}; }, [](int, uint4) {});
 }
 
 // Phase "rows": stages K1..logN-1 (forward) or their inverse.
@@ -184,7 +220,7 @@ struct RowsGeometry {
   static constexpr int padded = n2 + n2 / 32;  // one pad word per 32 avoids bank conflicts
 };
 
-template <int K2, bool INVERSE>
+template <int K2, bool INVERSE, bool LAZY>
 __global__ void __launch_bounds__(RowsGeometry<K2>::threads)
     ntt_rows_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                     int64_t poly0, Tables t) {
@@ -204,38 +240,47 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads)
   const uint32_t* s = src + base;
   uint32_t* d = dst + base;
   uint32_t* sm = smem + r * G::padded;
-  run_rounds<K2, INVERSE>(
+  // the forward transform ends here: reduce lazy values from [0, 4q) to [0, q)
+  auto finish = [&](uint32_t v) {
+    if (LAZY && !INVERSE) v = csub(csub(v, 2 * q), q);
+    return v;
+  };
+  run_rounds<K2, INVERSE, LAZY, true>(
       tt, static_cast<uint32_t>(n1 + mrow), tw, tws, q, sm, [&](int u) { return s[u]; },
-      [&](int u, uint32_t v) { d[u] = v; }, [](int u) { return u + (u >> 5); });
+      [&](int u, uint32_t v) { d[u] = finish(v); }, [](int u) { return u + (u >> 5); },
+      [&](int u) { return *reinterpret_cast<const uint4*>(s + u); },
+      [&](int u, uint4 v) {
+        *reinterpret_cast<uint4*>(d + u) = make_uint4(finish(v.x), finish(v.y), finish(v.z), finish(v.w));
+      });
 }
 
-template <int K1, bool INVERSE>
+template <int K1, bool INVERSE, bool LAZY>
 void launch_columns(const uint32_t* src, uint32_t* dst, int64_t poly0, int64_t polys,
                     const Tables& t, cudaStream_t stream) {
   const int n2 = (1 << t.log_n) >> K1;
   dim3 grid(n2 / kCols, static_cast<unsigned>(polys));
-  ntt_columns_kernel<K1, INVERSE><<<grid, (1 << K1) / R * kCols, 0, stream>>>(src, dst, poly0, t);
+  ntt_columns_kernel<K1, INVERSE, LAZY><<<grid, (1 << K1) / R * kCols, 0, stream>>>(src, dst, poly0, t);
 }
 
-template <int K2, bool INVERSE>
+template <int K2, bool INVERSE, bool LAZY>
 void launch_rows(const uint32_t* src, uint32_t* dst, int64_t poly0, int64_t polys,
                  const Tables& t, cudaStream_t stream) {
   using G = RowsGeometry<K2>;
   const int n1 = (1 << t.log_n) >> K2;
   dim3 grid(n1 / G::rows_per_block, static_cast<unsigned>(polys));
-  ntt_rows_kernel<K2, INVERSE><<<grid, G::threads, 0, stream>>>(src, dst, poly0, t);
+  ntt_rows_kernel<K2, INVERSE, LAZY><<<grid, G::threads, 0, stream>>>(src, dst, poly0, t);
 }
 
-template <bool INVERSE>
+template <bool INVERSE, bool LAZY>
 void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64_t poly0,
                   int64_t polys, const Tables& t, cudaStream_t stream) {
   switch (k) {
 #define JAX_FHE_NTT_CASE(KK)                                                   \
   case KK:                                                                     \
     if (columns)                                                               \
-      launch_columns<KK, INVERSE>(src, dst, poly0, polys, t, stream);          \
+      launch_columns<KK, INVERSE, LAZY>(src, dst, poly0, polys, t, stream);          \
     else                                                                       \
-      launch_rows<KK, INVERSE>(src, dst, poly0, polys, t, stream);             \
+      launch_rows<KK, INVERSE, LAZY>(src, dst, poly0, polys, t, stream);             \
     break;
     JAX_FHE_NTT_CASE(5)
     JAX_FHE_NTT_CASE(6)
@@ -260,7 +305,7 @@ int64_t chunk_polys(int64_t n) {
   return std::min<int64_t>(c, 65535);
 }
 
-template <bool INVERSE>
+template <bool INVERSE, bool LAZY>
 ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                    const Tables& t) {
   const int k1 = s.log_n / 2, k2 = s.log_n - k1;
@@ -268,11 +313,11 @@ ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
   for (int64_t p0 = 0; p0 < s.polys; p0 += chunk) {
     const int64_t np = std::min(chunk, s.polys - p0);
     if (!INVERSE) {
-      launch_phase<false>(true, k1, src, dst, p0, np, t, stream);
-      launch_phase<false>(false, k2, dst, dst, p0, np, t, stream);
+      launch_phase<false, LAZY>(true, k1, src, dst, p0, np, t, stream);
+      launch_phase<false, LAZY>(false, k2, dst, dst, p0, np, t, stream);
     } else {
-      launch_phase<true>(false, k2, src, dst, p0, np, t, stream);
-      launch_phase<true>(true, k1, dst, dst, p0, np, t, stream);
+      launch_phase<true, LAZY>(false, k2, src, dst, p0, np, t, stream);
+      launch_phase<true, LAZY>(true, k1, dst, dst, p0, np, t, stream);
     }
   }
   cudaError_t err = cudaGetLastError();
@@ -284,7 +329,7 @@ ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
 ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                               ffi::Buffer<ffi::S32> rows, ffi::Buffer<ffi::U32> moduli,
                               ffi::Buffer<ffi::U32> tw, ffi::Buffer<ffi::U32> tw_shoup,
-                              ffi::ResultBuffer<ffi::U32> y) {
+                              ffi::ResultBuffer<ffi::U32> y, bool lazy) {
   PolyShape s;
   if (auto e = decode_poly_shape(x.dimensions(), "ntt input", &s); e.failure()) return e;
   int64_t table_rows = 0;
@@ -296,14 +341,15 @@ ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
            nullptr, nullptr, static_cast<int>(s.limbs), s.log_n};
-  return run_ntt<false>(stream, s, x.typed_data(), y->typed_data(), t);
+  return lazy ? run_ntt<false, true>(stream, s, x.typed_data(), y->typed_data(), t)
+              : run_ntt<false, false>(stream, s, x.typed_data(), y->typed_data(), t);
 }
 
 ffi::Error NttInverseCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                               ffi::Buffer<ffi::S32> rows, ffi::Buffer<ffi::U32> moduli,
                               ffi::Buffer<ffi::U32> itw, ffi::Buffer<ffi::U32> itw_shoup,
                               ffi::Buffer<ffi::U32> n_inv, ffi::Buffer<ffi::U32> n_inv_shoup,
-                              ffi::ResultBuffer<ffi::U32> y) {
+                              ffi::ResultBuffer<ffi::U32> y, bool lazy) {
   PolyShape s;
   if (auto e = decode_poly_shape(x.dimensions(), "intt input", &s); e.failure()) return e;
   int64_t table_rows = 0;
@@ -320,7 +366,8 @@ ffi::Error NttInverseCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
   Tables t{rows.typed_data(),  moduli.typed_data(),      itw.typed_data(),
            itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(),
            static_cast<int>(s.limbs), s.log_n};
-  return run_ntt<true>(stream, s, x.typed_data(), y->typed_data(), t);
+  return lazy ? run_ntt<true, true>(stream, s, x.typed_data(), y->typed_data(), t)
+              : run_ntt<true, false>(stream, s, x.typed_data(), y->typed_data(), t);
 }
 
 }  // namespace
@@ -333,7 +380,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardCuda, NttForwardCudaImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Ret<ffi::Buffer<ffi::U32>>(),
+                                  .Ret<ffi::Buffer<ffi::U32>>()
+                                  .Attr<bool>("lazy"),
                               {ffi::Traits::kCmdBufferCompatible});
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(NttInverseCuda, NttInverseCudaImpl,
@@ -346,7 +394,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(NttInverseCuda, NttInverseCudaImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Ret<ffi::Buffer<ffi::U32>>(),
+                                  .Ret<ffi::Buffer<ffi::U32>>()
+                                  .Attr<bool>("lazy"),
                               {ffi::Traits::kCmdBufferCompatible});
 
 }  // namespace jax_fhe

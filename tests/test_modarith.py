@@ -14,9 +14,9 @@ def test_elementwise_ops_match_python(bits, device, put, rng):
     n = 1024
     ps = rns.ntt_primes(bits, 3, n)
     ctx = put(rns.make_context(ps, n))
-    a, b, c = (random_residues(rng, ps, n) for _ in range(3))
-    b[:, 3:6] = a[:, 3:6]                     # a == b
-    b[:, :3] = np.array(ps, np.uint32)[:, None] - 1  # q - 1 against 0, 1, q - 1
+    a, b, c = (random_residues(rng, ps, n, batch=(2,)) for _ in range(3))  # batch axis too
+    b[..., 3:6] = a[..., 3:6]                     # a == b
+    b[..., :3] = np.array(ps, np.uint32)[:, None] - 1  # q - 1 against 0, 1, q - 1
     A, B, C = (put(jnp.asarray(v)) for v in (a, b, c))
     got = {
         "add": ops.add_mod(A, B, ctx), "sub": ops.sub_mod(A, B, ctx), "neg": ops.neg_mod(A, ctx),
@@ -24,11 +24,11 @@ def test_elementwise_ops_match_python(bits, device, put, rng):
     }
     got = {k: np.asarray(v) for k, v in got.items()}
     for t, q in enumerate(ps):
-        ai, bi, ci = (v[t].astype(object) for v in (a, b, c))
+        ai, bi, ci = (v[:, t].astype(object) for v in (a, b, c))
         expect = {"add": (ai + bi) % q, "sub": (ai - bi) % q, "neg": (-ai) % q,
                   "mul": (ai * bi) % q, "mac": (ci + ai * bi) % q}
         for k, e in expect.items():
-            assert got[k][t].tolist() == e.tolist(), k
+            assert got[k][:, t].tolist() == e.tolist(), k
 
 
 def test_reduce_mod_any_uint32(device, put, rng):

@@ -185,6 +185,6 @@ def test_handler_rejects_mismatched_tables_directly():
     x = jnp.zeros((2, n), jnp.uint32)
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype))
     with pytest.raises(Exception, match="twiddles"):
-        call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi[:, : n // 2], ctx.psi_shoup)
+        call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi[:, : n // 2], ctx.psi_shoup, lazy=True)
     with pytest.raises(Exception, match="row index out of range"):
-        call(x, np.array([0, 5], np.int32), ctx.moduli, ctx.psi, ctx.psi_shoup)
+        call(x, np.array([0, 5], np.int32), ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=True)

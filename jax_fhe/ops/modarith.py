@@ -26,7 +26,9 @@ def _limb_consts(ctx, x, rows, what):
     else:
         idx = jnp.asarray(rows, dtype=jnp.int32)
         pick = lambda a: a[idx]  # noqa: E731
-    return x, pick(ctx.moduli)[:, None], pick(ctx.neg_qinv)[:, None], pick(ctx.r2)[:, None]
+    # broadcast the per-limb constants to the data's shape: lax.mulhi needs equal shapes
+    full = lambda a: jnp.broadcast_to(pick(a)[:, None], x.shape)  # noqa: E731
+    return x, full(ctx.moduli), full(ctx.neg_qinv), full(ctx.r2)
 
 
 def _same_shape(a, b, what):

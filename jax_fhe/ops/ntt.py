@@ -12,6 +12,13 @@ import jax
 
 from ._checks import as_context, as_poly, rows_array
 
+# Below this bound the CUDA kernels use Harvey's lazy butterflies (values up to 4q fit a word).
+LAZY_PRIME_BOUND = 1 << 30
+
+
+def _lazy(ctx, rows) -> bool:
+    return all(ctx.primes[r] < LAZY_PRIME_BOUND for r in rows)
+
 
 def ntt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     """Forward NTT. ``x``: uint32[..., L, N] with residues in [0, q); ``rows``: which context
@@ -21,7 +28,7 @@ def ntt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     rows = ctx.rows_for(x.shape[-2], rows)
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype),
                             vmap_method="expand_dims")
-    return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup)
+    return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=_lazy(ctx, rows))
 
 
 def intt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
@@ -32,4 +39,4 @@ def intt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     call = jax.ffi.ffi_call("jax_fhe_ntt_inverse", jax.ShapeDtypeStruct(x.shape, x.dtype),
                             vmap_method="expand_dims")
     return call(x, rows_array(rows), ctx.moduli, ctx.ipsi, ctx.ipsi_shoup, ctx.n_inv,
-                ctx.n_inv_shoup)
+                ctx.n_inv_shoup, lazy=_lazy(ctx, rows))

@@ -1,0 +1,156 @@
+"""Kernel benchmarks: NTT, INTT and BConv at N = 2^16, as time and as a fraction of the
+device's measured copy bandwidth.
+
+Bytes counted: each input read once and each output written once (NTT: 2 * B * L * N * 4;
+BConv: B * (Lin + Lout) * N * 4). The copy bandwidth is measured on the same device with a
+jitted ``x + 1`` over 1 GiB (read + write counted).
+
+Timing: one jitted executable applies the kernel to K distinct inputs (K * size >= 256 MB on
+the GPU, so the inputs do not sit in L2 between uses, and K >= 8 so the dispatch of the
+executable is amortized); the per-kernel time is the median over trials of elapsed / K, after a
+warm-up. ``dispatch_us`` separately reports one jitted call on a tiny input (host overhead).
+
+    python benchmarks/bench_kernels.py [--backend gpu|cpu] [--out results.json] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_fhe import ops, rns
+
+N = 1 << 16
+
+
+def _time_calls(fn, inputs, calls: int, trials: int = 5) -> float:
+    """Median wall time of one ``fn(x)`` dispatch, cycling over ``inputs``."""
+    for x in inputs[:2]:
+        jax.block_until_ready(fn(x))  # compile + warm up
+    per_call = []
+    for _ in range(trials):
+        t0 = time.perf_counter()
+        out = None
+        for i in range(calls):
+            out = fn(inputs[i % len(inputs)])
+        jax.block_until_ready(out)
+        per_call.append((time.perf_counter() - t0) / calls)
+    return statistics.median(per_call)
+
+
+def _time_in_one_executable(op, inputs, trials: int = 7) -> float:
+    """Median time per kernel when one executable runs ``op`` on every input."""
+    f = jax.jit(lambda *xs: [op(x) for x in xs])
+    jax.block_until_ready(f(*inputs))
+    times = []
+    for _ in range(trials):
+        t0 = time.perf_counter()
+        jax.block_until_ready(f(*inputs))
+        times.append((time.perf_counter() - t0) / len(inputs))
+    return statistics.median(times)
+
+
+def copy_bandwidth(device, nbytes: int) -> float:
+    x = jax.device_put(jnp.arange(nbytes // 4, dtype=jnp.uint32), device)
+    f = jax.jit(lambda v: v + jnp.uint32(1))
+    t = _time_calls(f, [x], calls=10)
+    return 2 * nbytes / t
+
+
+def _inputs(device, primes, batch, rng, budget_bytes, min_count):
+    shape = (batch, len(primes), N)
+    one = batch * len(primes) * N * 4
+    k = int(max(min_count, min(64, -(-budget_bytes // max(one, 1)))))
+    q = np.array(primes, dtype=np.uint64)[:, None]
+    base = (rng.integers(0, 2**63, shape, dtype=np.uint64) % q).astype(np.uint32)
+    put = lambda a: jax.device_put(jnp.asarray(a), device)  # noqa: E731
+    # distinct inputs: one random base, each copy with its own random shift of the coefficients
+    return [put(np.roll(base, int(rng.integers(0, N)), axis=-1)) for _ in range(k)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", default=None, help="gpu or cpu (default: JAX's default backend)")
+    ap.add_argument("--out", default=None, help="write results as JSON here")
+    ap.add_argument("--quick", action="store_true", help="fewer configurations (CPU smoke run)")
+    ap.add_argument("--kernels", default="ntt,bconv", help="comma-separated subset of ntt,bconv")
+    ap.add_argument("--width", default="30", choices=["30", "31"], help="NTT prime width in bits")
+    args = ap.parse_args()
+
+    device = jax.devices(args.backend)[0] if args.backend else jax.devices()[0]
+    is_gpu = device.platform == "gpu"
+    rng = np.random.default_rng(1)
+    bw = copy_bandwidth(device, (1 << 30) if is_gpu else (1 << 28))
+    rot_budget = (256 << 20) if is_gpu else (1 << 20)
+    min_count = 8 if is_gpu else 1
+
+    limbs = [1, 12, 24, 48]
+    batches = [1, 4, 16] if is_gpu and not args.quick else [1, 2]
+    if args.quick:
+        limbs = [1, 12]
+    # 30-bit primes (< 2^30: the kernels' lazy mode) as CKKS ciphertext primes, and 31-bit
+    # primes (the canonical mode) as key-switching primes
+    width = int(args.width)
+    primes = rns.ntt_primes(width, max(limbs), N)
+    ctx = jax.device_put(rns.make_context(primes, N), device)
+    small = [jax.device_put(jnp.zeros((1, N), jnp.uint32), device)]
+    dispatch = _time_calls(jax.jit(lambda x: ops.ntt(x, ctx)), small, calls=50)
+    print(f"dispatch: one jitted ntt call at L=1, B=1 takes {dispatch * 1e6:.1f} us wall", flush=True)
+
+    rows = []
+    print(f"device: {device.device_kind} ({device.platform}); copy bandwidth {bw / 1e9:.1f} GB/s "
+          "(read + write)", flush=True)
+    for L in (limbs if "ntt" in args.kernels else []):
+        for B in batches:
+            inputs = _inputs(device, primes[:L], B, rng, rot_budget, min_count)
+            nbytes = 2 * B * L * N * 4
+            for name, f in (("ntt", ops.ntt), ("intt", ops.intt)):
+                t = _time_in_one_executable(lambda x, f=f: f(x, ctx), inputs)
+                rows.append(dict(kernel=f"{name}{width}", L=L, batch=B, time_us=t * 1e6, bytes=nbytes,
+                                 gbps=nbytes / t / 1e9, frac_copy_bw=nbytes / t / bw))
+                print(f"{name}{width} L={L:2d} B={B:2d}: {t * 1e6:9.1f} us  {nbytes / t / 1e9:7.1f} GB/s"
+                      f"  {100 * nbytes / t / bw:5.1f}% of copy", flush=True)
+
+    bconv_cases = [(12, 12), (12, 24), (12, 48)] if not args.quick else [(12, 12)]
+    for width in ((30, 31) if "bconv" in args.kernels else ()):
+        for lin, lout in bconv_cases:
+            src = rns.ntt_primes(width, lin, N)
+            dst = rns.ntt_primes(width, lout, N, exclude=src)
+            table = jax.device_put(rns.make_bconv_table(src, dst), device)
+            for B in batches:
+                inputs = _inputs(device, src, B, rng, rot_budget, min_count)
+                nbytes = B * (lin + lout) * N * 4
+                t = _time_in_one_executable(lambda x: ops.bconv(x, table), inputs)
+                tag = "overflow-free" if table.overflow_free else f"fold/{table.fold_every}"
+                rows.append(dict(kernel=f"bconv{width}", L=lin, L_out=lout, batch=B, time_us=t * 1e6,
+                                 bytes=nbytes, gbps=nbytes / t / 1e9, frac_copy_bw=nbytes / t / bw,
+                                 table=tag))
+                print(f"bconv {width}-bit {lin}->{lout} B={B:2d} ({tag}): {t * 1e6:9.1f} us  "
+                      f"{nbytes / t / 1e9:7.1f} GB/s  {100 * nbytes / t / bw:5.1f}% of copy", flush=True)
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=False).stdout.strip()
+    except OSError:
+        commit = ""
+    result = dict(device=device.device_kind, platform=device.platform, jax=jax.__version__,
+                  date=time.strftime("%Y-%m-%d"), commit=commit, n=N, copy_bw_gbps=bw / 1e9,
+                  dispatch_us=dispatch * 1e6, rows=rows)
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(result, fh, indent=1)
+    print(f"\n{'kernel':8s} {'L':>3s} {'Lout':>4s} {'B':>3s} {'us':>9s} {'GB/s':>7s} {'%copy':>6s}")
+    for r in rows:
+        print(f"{r['kernel']:8s} {r['L']:3d} {r.get('L_out', r['L']):4d} {r['batch']:3d} "
+              f"{r['time_us']:9.1f} {r['gbps']:7.1f} {100 * r['frac_copy_bw']:6.1f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
