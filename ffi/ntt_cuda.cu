@@ -47,6 +47,16 @@ struct Tables {
   const uint32_t* scale_shoup;
   int limbs;
   int log_n;
+  // the launch covers limbs [limb0, limb0 + limb_count) of batch entries [batch0, ...):
+  // blockIdx.y = batch_offset * limb_count + limb_offset (limb-major within the batch, so the
+  // blocks sharing one limb's twiddle table run close together and reuse it from L2)
+  int limb0;
+  int limb_count;
+  int64_t batch0;
+  __device__ __forceinline__ int64_t poly() const {
+    const int64_t b = batch0 + blockIdx.y / limb_count;
+    return b * limbs + limb0 + blockIdx.y % limb_count;
+  }
 };
 
 // Geometry of one round: local stages [sig_lo, sig_lo + rho) of a size-2^K sub-transform.
@@ -179,11 +189,11 @@ __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* t
 template <int K1, bool INVERSE, bool LAZY>
 __global__ void __launch_bounds__((1 << K1) / R * kCols)
     ntt_columns_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
-                       int64_t poly0, Tables t) {
+                       Tables t) {
   constexpr int n1 = 1 << K1;
   __shared__ uint32_t smem[n1 * kCols];
   const int n2 = (1 << t.log_n) >> K1;
-  const int64_t poly = poly0 + blockIdx.y;
+  const int64_t poly = t.poly();
   const int row = t.rows[poly % t.limbs];
   const uint32_t q = t.moduli[row];
   const int64_t N = int64_t{1} << t.log_n;
@@ -223,11 +233,11 @@ struct RowsGeometry {
 template <int K2, bool INVERSE, bool LAZY>
 __global__ void __launch_bounds__(RowsGeometry<K2>::threads)
     ntt_rows_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
-                    int64_t poly0, Tables t) {
+                    Tables t) {
   using G = RowsGeometry<K2>;
   __shared__ uint32_t smem[G::rows_per_block * G::padded];
   const int n1 = (1 << t.log_n) >> K2;
-  const int64_t poly = poly0 + blockIdx.y;
+  const int64_t poly = t.poly();
   const int row_tab = t.rows[poly % t.limbs];
   const uint32_t q = t.moduli[row_tab];
   const int64_t N = int64_t{1} << t.log_n;
@@ -255,32 +265,32 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads)
 }
 
 template <int K1, bool INVERSE, bool LAZY>
-void launch_columns(const uint32_t* src, uint32_t* dst, int64_t poly0, int64_t polys,
-                    const Tables& t, cudaStream_t stream) {
+void launch_columns(const uint32_t* src, uint32_t* dst, int64_t polys, const Tables& t,
+                    cudaStream_t stream) {
   const int n2 = (1 << t.log_n) >> K1;
   dim3 grid(n2 / kCols, static_cast<unsigned>(polys));
-  ntt_columns_kernel<K1, INVERSE, LAZY><<<grid, (1 << K1) / R * kCols, 0, stream>>>(src, dst, poly0, t);
+  ntt_columns_kernel<K1, INVERSE, LAZY><<<grid, (1 << K1) / R * kCols, 0, stream>>>(src, dst, t);
 }
 
 template <int K2, bool INVERSE, bool LAZY>
-void launch_rows(const uint32_t* src, uint32_t* dst, int64_t poly0, int64_t polys,
-                 const Tables& t, cudaStream_t stream) {
+void launch_rows(const uint32_t* src, uint32_t* dst, int64_t polys, const Tables& t,
+                 cudaStream_t stream) {
   using G = RowsGeometry<K2>;
   const int n1 = (1 << t.log_n) >> K2;
   dim3 grid(n1 / G::rows_per_block, static_cast<unsigned>(polys));
-  ntt_rows_kernel<K2, INVERSE, LAZY><<<grid, G::threads, 0, stream>>>(src, dst, poly0, t);
+  ntt_rows_kernel<K2, INVERSE, LAZY><<<grid, G::threads, 0, stream>>>(src, dst, t);
 }
 
 template <bool INVERSE, bool LAZY>
-void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64_t poly0,
-                  int64_t polys, const Tables& t, cudaStream_t stream) {
+void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64_t polys,
+                  const Tables& t, cudaStream_t stream) {
   switch (k) {
 #define JAX_FHE_NTT_CASE(KK)                                                   \
   case KK:                                                                     \
     if (columns)                                                               \
-      launch_columns<KK, INVERSE, LAZY>(src, dst, poly0, polys, t, stream);          \
+      launch_columns<KK, INVERSE, LAZY>(src, dst, polys, t, stream);          \
     else                                                                       \
-      launch_rows<KK, INVERSE, LAZY>(src, dst, poly0, polys, t, stream);             \
+      launch_rows<KK, INVERSE, LAZY>(src, dst, polys, t, stream);             \
     break;
     JAX_FHE_NTT_CASE(5)
     JAX_FHE_NTT_CASE(6)
@@ -307,17 +317,26 @@ int64_t chunk_polys(int64_t n) {
 
 template <bool INVERSE, bool LAZY>
 ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
-                   const Tables& t) {
+                   Tables t) {
   const int k1 = s.log_n / 2, k2 = s.log_n - k1;
-  const int64_t chunk = chunk_polys(s.n);
-  for (int64_t p0 = 0; p0 < s.polys; p0 += chunk) {
-    const int64_t np = std::min(chunk, s.polys - p0);
-    if (!INVERSE) {
-      launch_phase<false, LAZY>(true, k1, src, dst, p0, np, t, stream);
-      launch_phase<false, LAZY>(false, k2, dst, dst, p0, np, t, stream);
-    } else {
-      launch_phase<true, LAZY>(false, k2, src, dst, p0, np, t, stream);
-      launch_phase<true, LAZY>(true, k1, dst, dst, p0, np, t, stream);
+  const int64_t batch = s.polys / s.limbs;
+  // chunks of (limb window x batch window), limb-major, each about chunk_polys() polynomials
+  const int64_t budget = chunk_polys(s.n);
+  const int64_t limb_step = std::max<int64_t>(1, std::min<int64_t>(s.limbs, budget / batch));
+  const int64_t batch_step = std::max<int64_t>(1, std::min<int64_t>(batch, budget / limb_step));
+  for (int64_t l0 = 0; l0 < s.limbs; l0 += limb_step) {
+    for (int64_t b0 = 0; b0 < batch; b0 += batch_step) {
+      t.limb0 = static_cast<int>(l0);
+      t.limb_count = static_cast<int>(std::min(limb_step, s.limbs - l0));
+      t.batch0 = b0;
+      const int64_t np = std::min(batch_step, batch - b0) * t.limb_count;
+      if (!INVERSE) {
+        launch_phase<false, LAZY>(true, k1, src, dst, np, t, stream);
+        launch_phase<false, LAZY>(false, k2, dst, dst, np, t, stream);
+      } else {
+        launch_phase<true, LAZY>(false, k2, src, dst, np, t, stream);
+        launch_phase<true, LAZY>(true, k1, dst, dst, np, t, stream);
+      }
     }
   }
   cudaError_t err = cudaGetLastError();
@@ -340,7 +359,7 @@ ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
     return e;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n};
+           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   return lazy ? run_ntt<false, true>(stream, s, x.typed_data(), y->typed_data(), t)
               : run_ntt<false, false>(stream, s, x.typed_data(), y->typed_data(), t);
 }
@@ -365,7 +384,7 @@ ffi::Error NttInverseCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(),  moduli.typed_data(),      itw.typed_data(),
            itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(),
-           static_cast<int>(s.limbs), s.log_n};
+           static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   return lazy ? run_ntt<true, true>(stream, s, x.typed_data(), y->typed_data(), t)
               : run_ntt<true, false>(stream, s, x.typed_data(), y->typed_data(), t);
 }

@@ -174,7 +174,8 @@ def test_bad_inputs_raise_clear_errors():
         ops.ntt(good, {"psi": 1})
     # a context with a batch axis is caught by the handler (it cannot be seen at trace time)
     with pytest.raises(jax.errors.JaxRuntimeError, match="batch axis"):
-        jax.vmap(ops.ntt)(jnp.stack([good, good]), jax.tree.map(lambda a: jnp.stack([a, a]), ctx))
+        jax.block_until_ready(  # on the GPU the handler's error surfaces when the result is awaited
+            jax.vmap(ops.ntt)(jnp.stack([good, good]), jax.tree.map(lambda a: jnp.stack([a, a]), ctx)))
 
 
 def test_handler_rejects_mismatched_tables_directly():
@@ -184,7 +185,10 @@ def test_handler_rejects_mismatched_tables_directly():
     ctx = rns.make_context(ps, n)
     x = jnp.zeros((2, n), jnp.uint32)
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype))
-    with pytest.raises(Exception, match="twiddles"):
-        call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi[:, : n // 2], ctx.psi_shoup, lazy=True)
+    with pytest.raises(Exception, match="twiddles"):  # awaited: GPU errors surface there
+        jax.block_until_ready(
+            call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi[:, : n // 2], ctx.psi_shoup, lazy=True))
+    cpu = jax.devices("cpu")[0]  # only the CPU handler can read the row indices (host memory)
     with pytest.raises(Exception, match="row index out of range"):
-        call(x, np.array([0, 5], np.int32), ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=True)
+        jax.block_until_ready(call(jax.device_put(x, cpu), np.array([0, 5], np.int32),
+                                   *jax.device_put((ctx.moduli, ctx.psi, ctx.psi_shoup), cpu), lazy=True))

@@ -1,0 +1,36 @@
+"""Run one kernel configuration once (after a small warm-up), for Nsight Compute:
+
+    ncu -k regex:'ntt_|bconv_' --launch-count 2 python benchmarks/profile_kernels.py ntt
+    python benchmarks/profile_kernels.py {ntt,intt,bconv30,bconv31} [--limbs 48] [--batch 16]
+"""
+import argparse
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_fhe import ops, rns
+
+N = 1 << 16
+
+ap = argparse.ArgumentParser()
+ap.add_argument("op", choices=["ntt", "intt", "bconv30", "bconv31"])
+ap.add_argument("--limbs", type=int, default=48)
+ap.add_argument("--batch", type=int, default=16)
+args = ap.parse_args()
+rng = np.random.default_rng(0)
+
+if args.op in ("ntt", "intt"):
+    primes = rns.ntt_primes(30, args.limbs, N)
+    ctx = rns.make_context(primes, N)
+    f = jax.jit(lambda x: (ops.ntt if args.op == "ntt" else ops.intt)(x, ctx))
+    src = primes
+else:
+    width = int(args.op[-2:])
+    src = rns.ntt_primes(width, 12, N)
+    table = rns.make_bconv_table(src, rns.ntt_primes(width, args.limbs, N, exclude=src))
+    f = jax.jit(lambda x: ops.bconv(x, table))
+q = np.array(src, dtype=np.uint64)[:, None]
+x = jnp.asarray((rng.integers(0, 2**62, (args.batch, len(src), N), dtype=np.uint64) % q).astype(np.uint32))
+jax.block_until_ready(f(x))
+print("done", args.op)

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Build, then profile the first NTT launches and one BConv with Nsight Compute (--clock-control
+# none: the card's clocks are left alone). Output under $OUT.
+set -uo pipefail
+OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
+export JAX_FHE_CUDA=ON JAX_FHE_CUDA_GENCODE="-gencode=arch=compute_90a,code=sm_90a"
+if [ "${SKIP_BUILD:-0}" != "1" ]; then
+  python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+fi
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+SECTIONS="--section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis"
+for op in ntt bconv30; do
+  $NCU --clock-control none -k regex:'ntt_|bconv_' --launch-count 2 $SECTIONS \
+    python3 benchmarks/profile_kernels.py $op "$@" > "$OUT/ncu_$op.txt" 2>&1
+  grep -E "ntt_|bconv_|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Theoretical Occ|Warp Cycles Per Issued|Issue Slot|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth|Stall|OPT|Block Limit" "$OUT/ncu_$op.txt" | head -70
+done
