@@ -1,13 +1,15 @@
 """jax_fhe: lattice cryptography as JAX primitives (XLA FFI kernels on CPU and CUDA).
 
-Layers (each imports only from those above it in this list):
-  jax_fhe.ops  - kernel primitives: NTT/INTT, base conversion, automorphisms, modular ops
+Layers (each imports only from the layers listed before it):
   jax_fhe.rns  - primes, RNS contexts and tables (built on the host with exact integers)
+  jax_fhe.ops  - kernel primitives: NTT/INTT, base conversion, automorphisms, modular ops
+  jax_fhe.lwe  - LWE (q = 2^32) for PIR: keys, encryption, modulus switching, noise
+  jax_fhe.pir  - PIR: the int8 tensor-core DB GEMM, SimplePIR
 """
 from . import _ffi  # registers the FFI targets  # noqa: F401
-from . import ops, rns
+from . import lwe, ops, pir, rns
 from ._ffi import built_with_cuda, gpu_available
 
 __version__ = "0.1.0"
 
-__all__ = ["built_with_cuda", "gpu_available", "ops", "rns", "__version__"]
+__all__ = ["built_with_cuda", "gpu_available", "lwe", "ops", "pir", "rns", "__version__"]
