@@ -1,5 +1,6 @@
 // Automorphism X -> X^g on the CPU, in the NTT (bit-reversed evaluation) domain and in the
 // coefficient domain.
+#include "automorphism_args.h"
 #include "common.h"
 #include "modarith.h"
 #include "parallel.h"
@@ -8,22 +9,12 @@ namespace jax_fhe {
 
 namespace {
 
-ffi::Error check_automorphism(const ffi::Buffer<ffi::U32>& x, ffi::ResultBuffer<ffi::U32>& y,
-                              int64_t galois, PolyShape* s) {
-  if (auto e = decode_poly_shape(x.dimensions(), "automorphism input", s); e.failure()) return e;
-  if (galois <= 0 || galois >= 2 * s->n || (galois & 1) == 0)
-    return ffi::Error::InvalidArgument("automorphism: galois element must be odd and in (0, 2N)");
-  auto xd = x.dimensions(), yd = y->dimensions();
-  if (xd.size() != yd.size()) return ffi::Error::InvalidArgument("automorphism: output rank mismatch");
-  for (size_t i = 0; i < xd.size(); ++i)
-    if (xd[i] != yd[i]) return ffi::Error::InvalidArgument("automorphism: output shape mismatch");
-  return ffi::Error::Success();
-}
-
 ffi::Error AutomorphismNttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::ResultBuffer<ffi::U32> y,
                                   int64_t galois) {
   PolyShape s;
-  if (auto e = check_automorphism(x, y, galois, &s); e.failure()) return e;
+  if (auto e = check_automorphism_args(x.dimensions(), y->dimensions(), galois, &s);
+      e.failure())
+    return e;
   std::vector<uint32_t> src(s.n);
   for (int64_t k = 0; k < s.n; ++k)
     src[k] = automorphism_ntt_source(static_cast<uint32_t>(k), static_cast<uint32_t>(galois), s.log_n);
@@ -40,11 +31,11 @@ ffi::Error AutomorphismCoeffCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U3
                                     ffi::ResultBuffer<ffi::U32> y, int64_t galois,
                                     int64_t galois_inv) {
   PolyShape s;
-  if (auto e = check_automorphism(x, y, galois, &s); e.failure()) return e;
-  if (auto e = expect_count(moduli.dimensions(), 1, s.limbs, "automorphism moduli"); e.failure())
+  if (auto e = check_automorphism_args(x.dimensions(), y->dimensions(), galois, &s);
+      e.failure())
     return e;
-  if (((galois * galois_inv) & (2 * s.n - 1)) != 1)
-    return ffi::Error::InvalidArgument("automorphism: galois_inv is not the inverse of galois mod 2N");
+  if (auto e = check_automorphism_coeff_args(s, moduli.dimensions(), galois, galois_inv); e.failure())
+    return e;
   const uint32_t* in = x.typed_data();
   uint32_t* out = y->typed_data();
   const uint32_t* q = moduli.typed_data();

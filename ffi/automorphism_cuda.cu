@@ -3,6 +3,7 @@
 // the writes are coalesced and the scattered reads stay inside one 2^16-word limb (L1/L2).
 #include <cuda_runtime.h>
 
+#include "automorphism_args.h"
 #include "common.h"
 #include "modarith.h"
 
@@ -36,18 +37,6 @@ __global__ void automorphism_coeff_kernel(const uint32_t* __restrict__ x,
   y[i] = src < n ? v : sub_mod(0u, v, __ldg(moduli + poly % limbs));
 }
 
-ffi::Error check(const ffi::Buffer<ffi::U32>& x, ffi::ResultBuffer<ffi::U32>& y, int64_t galois,
-                 PolyShape* s) {
-  if (auto e = decode_poly_shape(x.dimensions(), "automorphism input", s); e.failure()) return e;
-  if (galois <= 0 || galois >= 2 * s->n || (galois & 1) == 0)
-    return ffi::Error::InvalidArgument("automorphism: galois element must be odd and in (0, 2N)");
-  auto xd = x.dimensions(), yd = y->dimensions();
-  if (xd.size() != yd.size()) return ffi::Error::InvalidArgument("automorphism: output rank mismatch");
-  for (size_t i = 0; i < xd.size(); ++i)
-    if (xd[i] != yd[i]) return ffi::Error::InvalidArgument("automorphism: output shape mismatch");
-  return ffi::Error::Success();
-}
-
 ffi::Error launch_status(const char* what) {
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
@@ -58,7 +47,9 @@ ffi::Error launch_status(const char* what) {
 ffi::Error AutomorphismNttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                                    ffi::ResultBuffer<ffi::U32> y, int64_t galois) {
   PolyShape s;
-  if (auto e = check(x, y, galois, &s); e.failure()) return e;
+  if (auto e = check_automorphism_args(x.dimensions(), y->dimensions(), galois, &s);
+      e.failure())
+    return e;
   const int64_t total = s.polys * s.n;
   if (total == 0) return ffi::Error::Success();
   const int64_t blocks = (total + kThreads - 1) / kThreads;
@@ -71,11 +62,11 @@ ffi::Error AutomorphismCoeffCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> 
                                      ffi::Buffer<ffi::U32> moduli, ffi::ResultBuffer<ffi::U32> y,
                                      int64_t galois, int64_t galois_inv) {
   PolyShape s;
-  if (auto e = check(x, y, galois, &s); e.failure()) return e;
-  if (auto e = expect_count(moduli.dimensions(), 1, s.limbs, "automorphism moduli"); e.failure())
+  if (auto e = check_automorphism_args(x.dimensions(), y->dimensions(), galois, &s);
+      e.failure())
     return e;
-  if (((galois * galois_inv) & (2 * s.n - 1)) != 1)
-    return ffi::Error::InvalidArgument("automorphism: galois_inv is not the inverse of galois mod 2N");
+  if (auto e = check_automorphism_coeff_args(s, moduli.dimensions(), galois, galois_inv); e.failure())
+    return e;
   const int64_t total = s.polys * s.n;
   if (total == 0) return ffi::Error::Success();
   const int64_t blocks = (total + kThreads - 1) / kThreads;
