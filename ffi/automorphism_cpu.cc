@@ -1,5 +1,7 @@
 // Automorphism X -> X^g on the CPU, in the NTT (bit-reversed evaluation) domain and in the
 // coefficient domain.
+#include <vector>
+
 #include "automorphism_args.h"
 #include "common.h"
 #include "modarith.h"

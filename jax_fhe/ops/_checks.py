@@ -32,3 +32,11 @@ def as_context(ctx, what: str) -> RNSContext:
 
 def rows_array(rows) -> np.ndarray:
     return np.asarray(rows, dtype=np.int32)
+
+
+def limb_constants(table, ctx: RNSContext, rows) -> jax.Array:
+    """Per-prime constants ``table`` (shape [T, ...]) for the limbs that use ``rows``; no gather
+    when the rows are the whole context in order."""
+    if tuple(rows) == tuple(range(len(ctx.primes))):
+        return table
+    return table[jnp.asarray(rows, dtype=jnp.int32)]

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jax
-import jax.numpy as jnp
 
-from ._checks import as_context, as_poly
+from ._checks import as_context, as_poly, limb_constants
 
 
 def galois_element(step: int, n: int) -> int:
@@ -48,7 +47,7 @@ def automorphism_coeff(x, galois: int, ctx, rows: Sequence[int] | None = None) -
     n = x.shape[-1]
     g = _check_galois(galois, n)
     rows = ctx.rows_for(x.shape[-2], rows)
-    moduli = ctx.moduli[jnp.asarray(rows, dtype=jnp.int32)]
+    moduli = limb_constants(ctx.moduli, ctx, rows)
     call = jax.ffi.ffi_call("jax_fhe_automorphism_coeff",
                             jax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="expand_dims")
     return call(x, moduli, galois=g, galois_inv=pow(g, -1, 2 * n))

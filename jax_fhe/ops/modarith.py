@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._checks import as_context, as_poly
+from ._checks import as_context, as_poly, limb_constants
 
 _U32 = jnp.uint32
 
@@ -21,13 +21,8 @@ def _limb_consts(ctx, x, rows, what):
     ctx = as_context(ctx, what)
     x = as_poly(x, what, ctx.n)
     rows = ctx.rows_for(x.shape[-2], rows)
-    if rows == tuple(range(len(ctx.primes)))[: len(rows)] and len(rows) == len(ctx.primes):
-        pick = lambda a: a  # noqa: E731
-    else:
-        idx = jnp.asarray(rows, dtype=jnp.int32)
-        pick = lambda a: a[idx]  # noqa: E731
     # broadcast the per-limb constants to the data's shape: lax.mulhi needs equal shapes
-    full = lambda a: jnp.broadcast_to(pick(a)[:, None], x.shape)  # noqa: E731
+    full = lambda a: jnp.broadcast_to(limb_constants(a, ctx, rows)[:, None], x.shape)  # noqa: E731
     return x, full(ctx.moduli), full(ctx.neg_qinv), full(ctx.r2)
 
 

@@ -94,7 +94,7 @@ class RNSContext:
 
 def make_context(primes: Sequence[int], n: int) -> RNSContext:
     """Build the tables for ``primes`` (each NTT-friendly for ``n``) on the default device."""
-    log_n = check_ring_degree(n)
+    check_ring_degree(n)
     primes = tuple(int(q) for q in primes)
     if not primes:
         raise ValueError("an RNS context needs at least one prime")
@@ -116,7 +116,6 @@ def make_context(primes: Sequence[int], n: int) -> RNSContext:
         n_inv.append(pow(n, -1, q))
         neg_qinv.append((-pow(q, -1, 1 << 32)) % (1 << 32))
         r2.append((1 << 64) % q)
-    del log_n
     u32 = lambda a: jnp.asarray(np.asarray(a, dtype=np.uint32))  # noqa: E731
     return RNSContext(
         moduli=u32(primes),
