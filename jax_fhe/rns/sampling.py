@@ -1,0 +1,181 @@
+"""Host-side randomness shared by every scheme: secrets, noise and public uniform data.
+
+* :class:`HostRandom` is the one source of secret randomness. ``HostRandom()`` reads
+  ``os.urandom`` (the OS CSPRNG). ``HostRandom.insecure_deterministic(seed)`` is a reproducible
+  stream for tests only: anyone who knows the seed knows every secret it produced.
+* ``HostRandom.public(seed)`` is a SHAKE-256 stream keyed by a public seed, for public uniform
+  polynomials and matrices that client and server derive independently (stable across numpy and
+  JAX versions; never use it for secrets).
+* Noise is the *discrete* Gaussian D_{Z, sigma} (weights exp(-k^2 / (2 sigma^2))) truncated to
+  |k| <= floor(tail * sigma), sampled by inversion of its cumulative table with 53-bit uniforms
+  (the table is exact up to 2^-53 per entry). The sampler is numpy, not constant-time: it runs
+  on the client's host, not on a shared server.
+* :func:`to_residues` maps small signed integer polynomials (secrets, noise) to RNS residues.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+
+class HostRandom:
+    """A source of secret randomness on the host (numpy arrays out).
+
+    ``HostRandom()`` is cryptographically secure (``os.urandom``). Use
+    ``HostRandom.insecure_deterministic(seed)`` only in tests.
+    """
+
+    def __init__(self):
+        self._rng = None  # None: os.urandom; otherwise a seeded numpy Generator (insecure)
+        self._xof = None  # public SHAKE-256 stream: (seed bytes, bytes consumed so far)
+
+    @classmethod
+    def insecure_deterministic(cls, seed: int) -> "HostRandom":
+        """A reproducible stream from ``seed``. INSECURE: for tests and debugging only."""
+        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+            raise TypeError(f"insecure_deterministic: seed must be an int, got {type(seed).__name__}")
+        out = cls()
+        out._rng = np.random.default_rng(int(seed))
+        return out
+
+    @classmethod
+    def public(cls, seed) -> "HostRandom":
+        """A public, reproducible stream: SHAKE-256 of ``seed`` (an int in [0, 2^64) or bytes).
+
+        For public uniform data (RLWE ``a`` polynomials, PIR matrices) that both parties derive
+        from a seed sent in the clear. Not secret: never sample keys or noise from it."""
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seed = int(seed)
+            if not 0 <= seed < 1 << 64:
+                raise ValueError(f"HostRandom.public: seed must be in [0, 2^64), got {seed}")
+            seed = seed.to_bytes(8, "little")
+        elif not isinstance(seed, (bytes, bytearray)):
+            raise TypeError(f"HostRandom.public: seed must be an int or bytes, got {type(seed).__name__}")
+        out = cls()
+        out._xof = [bytes(seed), 0]
+        return out
+
+    @property
+    def secure(self) -> bool:
+        """True when the stream is secret and unpredictable (os.urandom)."""
+        return self._rng is None and self._xof is None
+
+    def __repr__(self) -> str:
+        if self._xof is not None:
+            return "HostRandom(PUBLIC seeded SHAKE-256 stream; not for secrets)"
+        return "HostRandom(os.urandom)" if self.secure else "HostRandom(INSECURE deterministic seed)"
+
+    def bytes(self, count: int) -> bytes:
+        """``count`` random bytes."""
+        if self._xof is not None:
+            # SHAKE-256 over (seed, block counter): each call continues the stream
+            seed, used = self._xof
+            out = hashlib.shake_256(seed + used.to_bytes(8, "little")).digest(count)
+            self._xof[1] = used + 1
+            return out
+        return os.urandom(count) if self._rng is None else self._rng.bytes(count)
+
+    def uint64(self, shape) -> np.ndarray:
+        """Uniform uint64 array of ``shape``."""
+        size = int(np.prod(shape, dtype=np.int64))
+        return np.frombuffer(self.bytes(8 * size), dtype=np.uint64).reshape(shape)
+
+    def seed64(self) -> int:
+        """A uniform 64-bit integer (e.g. a fresh seed for a public matrix)."""
+        return int(self.uint64(())[()])
+
+    def ternary(self, shape) -> np.ndarray:
+        """Uniform {-1, 0, 1} as int8[shape]."""
+        size = int(np.prod(shape, dtype=np.int64))
+        out = np.empty(0, dtype=np.uint8)
+        while out.size < size:  # rejection of byte 255 makes byte % 3 exactly uniform
+            raw = np.frombuffer(self.bytes(size + size // 64 + 16), dtype=np.uint8)
+            out = np.concatenate([out, raw[raw < 255]])
+        return ((out[:size] % 3).astype(np.int8) - 1).reshape(shape)
+
+    def gaussian(self, shape, sigma: float, tail: float) -> np.ndarray:
+        """Truncated discrete Gaussian, int32[shape], |values| <= floor(tail * sigma)."""
+        thresholds, bound = _gaussian_table(float(sigma), float(tail))
+        u = self.uint64(shape) >> np.uint64(11)  # 53-bit uniforms in [0, 2^53)
+        return (np.searchsorted(thresholds, u, side="right") - bound).astype(np.int32)
+
+    def uniform_mod(self, moduli: Sequence[int], shape) -> np.ndarray:
+        """Uniform residues: uint32[len(moduli), *shape], row i uniform in [0, moduli[i]).
+
+        Each value is a 64-bit uniform reduced mod q (statistical distance < 2^-32 for
+        q < 2^32)."""
+        q = np.asarray([int(m) for m in moduli], dtype=np.uint64)
+        shape = tuple(int(s) for s in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
+        raw = self.uint64((len(q),) + shape)
+        return (raw % q.reshape((-1,) + (1,) * len(shape))).astype(np.uint32)
+
+    def hamming_ternary(self, n: int, weight: int, count: int = 1) -> np.ndarray:
+        """int8[count, n] ternary vectors with exactly ``weight`` nonzero (+-1) entries each."""
+        n, weight = int(n), int(weight)
+        if not 0 <= weight <= n:
+            raise ValueError(f"hamming_ternary: weight {weight} must be in [0, {n}]")
+        out = np.zeros((int(count), n), dtype=np.int8)
+        for row in out:
+            # Fisher-Yates on the first `weight` positions, with unbiased 64-bit draws
+            perm = np.arange(n)
+            draws = self.uint64((weight,))
+            for i in range(weight):
+                j = i + int(draws[i] % np.uint64(n - i))
+                perm[i], perm[j] = perm[j], perm[i]
+            signs = self.uint64((weight,)) & np.uint64(1)
+            row[perm[:weight]] = np.where(signs == 1, 1, -1).astype(np.int8)
+        return out
+
+
+_TABLES: dict = {}
+
+
+def _gaussian_table(sigma: float, tail: float):
+    """Cumulative table of D_{Z,sigma} on [-B, B] scaled to 2^53, as uint64 thresholds."""
+    key = (sigma, tail)
+    if key not in _TABLES:
+        bound = math.floor(tail * sigma)
+        k = np.arange(-bound, bound + 1, dtype=np.float64)
+        w = np.exp(-(k * k) / (2.0 * sigma * sigma))
+        cdf = np.cumsum(w) / w.sum()
+        # u in [t_{j-1}, t_j) maps to k_j (searchsorted 'right' counts thresholds <= u), so
+        # k_j has probability (t_j - t_{j-1}) / 2^53. The last cdf entry (1.0) is dropped:
+        # every u >= t_{2B-1} maps to +B.
+        thresholds = np.round(cdf[:-1] * 2.0**53).astype(np.uint64)
+        _TABLES[key] = (thresholds, bound)
+    return _TABLES[key]
+
+
+_TABLES: dict = {}
+
+
+def _gaussian_table(sigma: float, tail: float):
+    """Cumulative table of D_{Z,sigma} on [-B, B] scaled to 2^53, as uint64 thresholds."""
+    key = (sigma, tail)
+    if key not in _TABLES:
+        bound = math.floor(tail * sigma)
+        k = np.arange(-bound, bound + 1, dtype=np.float64)
+        w = np.exp(-(k * k) / (2.0 * sigma * sigma))
+        cdf = np.cumsum(w) / w.sum()
+        # u in [t_{j-1}, t_j) maps to k_j (searchsorted 'right' counts thresholds <= u), so
+        # k_j has probability (t_j - t_{j-1}) / 2^53. The last cdf entry (1.0) is dropped:
+        # every u >= t_{2B-1} maps to +B.
+        thresholds = np.round(cdf[:-1] * 2.0**53).astype(np.uint64)
+        _TABLES[key] = (thresholds, bound)
+    return _TABLES[key]
+
+
+def to_residues(coeffs, moduli: Sequence[int]) -> np.ndarray:
+    """Signed integer coefficients int[..., N] -> residues uint32[..., L, N] (row i mod moduli[i]).
+
+    For small polynomials (secrets, noise, messages) given as any numpy integer array."""
+    c = np.asarray(coeffs)
+    if not np.issubdtype(c.dtype, np.integer):
+        raise TypeError(f"to_residues: coefficients must be integers, got {c.dtype}")
+    c = c.astype(np.int64)
+    q = np.asarray([int(m) for m in moduli], dtype=np.int64).reshape((-1, 1))
+    return np.mod(c[..., None, :], q).astype(np.uint32)
