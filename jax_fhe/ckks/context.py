@@ -1,0 +1,101 @@
+"""The CKKS evaluation context: every device table the scheme needs, as one pytree.
+
+A :class:`CKKSContext` holds the RNS tables for every prime (q rows then special rows), the
+NTT of X^(N/2) (multiplication by the imaginary unit), the rescale tables of every level and
+the hybrid key-switching tables of every level. Pass it into jitted functions as an argument.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import ops, rns
+from ..rlwe.hybrid import ExactConv, HybridTables, make_exact_conv, make_hybrid_tables
+from ..rns._pytree import pytree_dataclass, static_field
+from .params import CKKSParams
+
+
+@pytree_dataclass
+class RescaleTables:
+    """Rescaling from level l (basis B) to level l - 1 (basis B'), D = B - B', R = B' - B:
+    x' = (x R - [x R]_D) / D on every prime of B'.
+
+    conv:    centered conversion D -> B'.
+    r_mod_d: uint32[|D|]  R mod each dropped prime.
+    r_dinv:  uint32[|B'|] R D^-1 mod each prime of B' (0 on the added primes).
+    d_inv:   uint32[|B'|] D^-1 mod each prime of B'.
+    Static: ``drop_pos`` (limb positions of D in level-l data), ``keep_pos`` (for each limb of
+    B', its position in level-l data; 0 for added primes, whose factor r_dinv is 0).
+    """
+
+    conv: ExactConv
+    r_mod_d: jax.Array
+    r_dinv: jax.Array
+    d_inv: jax.Array
+    drop_pos: tuple = static_field()
+    keep_pos: tuple = static_field()
+
+
+def _u32(values) -> jax.Array:
+    return jnp.asarray(np.asarray(values, dtype=np.uint64).astype(np.uint32))
+
+
+def make_rescale_tables(params: CKKSParams, level: int) -> RescaleTables:
+    rows, new = params.rows(level), params.rows(level - 1)
+    drop, add = params.dropped(level), params.added(level)
+    q = params.q_primes
+    big_d = math.prod(q[r] for r in drop)
+    big_r = math.prod(q[r] for r in add)
+    return RescaleTables(
+        conv=make_exact_conv(q, drop, new),
+        r_mod_d=_u32([big_r % q[r] for r in drop]),
+        r_dinv=_u32([big_r * pow(big_d, -1, q[r]) % q[r] for r in new]),
+        d_inv=_u32([pow(big_d, -1, q[r]) for r in new]),
+        drop_pos=tuple(rows.index(r) for r in drop),
+        keep_pos=tuple(rows.index(r) if r in rows else 0 for r in new),
+    )
+
+
+@pytree_dataclass
+class CKKSContext:
+    """Device tables for one parameter set.
+
+    ring:      :class:`jax_fhe.rns.RNSContext` over ``params.all_primes`` (q rows, then P rows).
+    imag:      uint32[T, N]  NTT of X^(N/2) on every row (the imaginary unit in every slot).
+    rescale:   per level l: :class:`RescaleTables` for l -> l-1 (None at level 0).
+    keyswitch: per level l: :class:`jax_fhe.rlwe.HybridTables` for the basis of level l.
+    Static: ``params``.
+    """
+
+    ring: rns.RNSContext
+    imag: jax.Array
+    rescale: tuple
+    keyswitch: tuple
+    params: CKKSParams = static_field()
+
+    def __repr__(self) -> str:
+        return f"CKKSContext({self.params!r})"
+
+
+def make_context(params: CKKSParams) -> CKKSContext:
+    """Build every table for ``params`` (host-side exact integers, uploaded to the default
+    device; a second or so for N = 2^16). Move it with ``jax.device_put`` if needed."""
+    if not isinstance(params, CKKSParams):
+        raise TypeError(f"make_context: expected CKKSParams, got {type(params).__name__}")
+    ring = rns.make_context(params.all_primes, params.n)
+    mono = np.zeros((len(params.all_primes), params.n), dtype=np.uint32)
+    mono[:, params.n // 2] = 1
+    imag = ops.ntt(jnp.asarray(mono), ring)
+    rescale = (None,) + tuple(make_rescale_tables(params, l) for l in range(1, params.max_level + 1))
+    keyswitch = tuple(make_hybrid_tables(params.all_primes, params.rows(l), params.special_rows,
+                                         params.alpha) for l in range(params.max_level + 1))
+    return CKKSContext(ring=ring, imag=imag, rescale=rescale, keyswitch=keyswitch, params=params)
+
+
+def check_context(ctx, what: str) -> CKKSContext:
+    if not isinstance(ctx, CKKSContext):
+        raise TypeError(f"{what}: expected a CKKSContext (jax_fhe.ckks.make_context), got {type(ctx).__name__}")
+    return ctx

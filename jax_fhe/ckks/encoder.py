@@ -1,0 +1,135 @@
+"""Encoding complex/real vectors as plaintexts through the canonical embedding (host side).
+
+Slot j of a polynomial m(X) is m(zeta^(5^j)), zeta = exp(i pi / N), for j < N/2; the
+evaluations at zeta^(-5^j) are the conjugates, so m has real coefficients. Encoding computes
+the coefficients with one float64 FFT of size N, multiplies by the scale and rounds to integers
+(exact residues mod every prime, also beyond 2^53 through the float's mantissa and exponent).
+Decoding reconstructs each coefficient exactly from its residues (big-integer CRT, centered),
+divides by the scale in float64 and evaluates with one FFT.
+
+Sparse packing: ``n`` slots (a power of two dividing N/2) are stored as the n-periodic vector
+of N/2 slots, i.e. the polynomial lives in Z[X^(N/2n)]. Slot rotations act on it consistently.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import jax.numpy as jnp
+import numpy as np
+
+from .. import ops
+from .context import CKKSContext, check_context
+from .types import Plaintext, check_data
+
+
+@functools.cache
+def _slot_index(n: int):
+    """Positions (among the N evaluation points zeta^(2k+1), k < N) of slot j and of its
+    conjugate: k = (5^j mod 2N - 1) / 2 and (2N - 5^j mod 2N - 1) / 2."""
+    e = np.ones(n // 2, dtype=np.int64)
+    for j in range(1, n // 2):
+        e[j] = e[j - 1] * 5 % (2 * n)
+    return (e - 1) // 2, (2 * n - e - 1) // 2
+
+
+@functools.cache
+def _twist(n: int) -> np.ndarray:
+    return np.exp(1j * np.pi * np.arange(n) / n)
+
+
+def embed_inverse(z: np.ndarray, n: int) -> np.ndarray:
+    """Real coefficients float64[..., N] of the polynomial whose N/2 slots are z[..., N/2]."""
+    pos, neg = _slot_index(n)
+    vals = np.zeros(z.shape[:-1] + (n,), dtype=np.complex128)
+    vals[..., pos] = z
+    vals[..., neg] = np.conj(z)
+    return (np.fft.fft(vals, axis=-1) / _twist(n) / n).real
+
+
+def embed(coeffs: np.ndarray, n: int) -> np.ndarray:
+    """Slots complex128[..., N/2] of real coefficients float64[..., N]."""
+    pos, _ = _slot_index(n)
+    return (np.fft.ifft(coeffs * _twist(n), axis=-1) * n)[..., pos]
+
+
+def check_slots(slots: int, n: int) -> int:
+    slots = int(slots)
+    if slots < 1 or slots & (slots - 1) or slots > n // 2:
+        raise ValueError(f"slot count {slots} must be a power of two in [1, N/2 = {n // 2}]")
+    return slots
+
+
+def integers_to_residues(x: np.ndarray, primes) -> np.ndarray:
+    """Integer-valued float64[..., N] -> uint32[..., L, N], exactly (any magnitude)."""
+    x = np.asarray(x, dtype=np.float64)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("encode: values are not finite")
+    q = np.asarray(primes, dtype=np.int64).reshape((-1, 1))
+    small = np.abs(x) < 2.0**62
+    out = np.mod(np.where(small, x, 0).astype(np.int64)[..., None, :], q)
+    if not small.all():
+        mant, expo = np.frexp(np.where(small, 0.0, x))  # x = mant 2^expo, |mant| in [0.5, 1)
+        m = (mant * 2.0**53).astype(np.int64)
+        e = np.maximum(expo - 53, 0)
+        for ee in np.unique(e[~small]):
+            sel = (~small) & (e == ee)
+            pw = np.asarray([pow(2, int(ee), int(p)) for p in primes], dtype=np.int64).reshape((-1, 1))
+            big = np.mod(np.mod(m[..., None, :], q) * pw % q, q)  # (< 2^31)^2 < 2^62
+            out = np.where(sel[..., None, :], big, out)
+    return out.astype(np.uint32)
+
+
+def encode(values, ctx: CKKSContext, *, level: int | None = None, scale: float | None = None) -> Plaintext:
+    """Encode values[..., n] (complex or real; n a power of two <= N/2 slots) as a
+    :class:`Plaintext` at ``level`` (default: the params' encryption level) and ``scale``
+    (default: that level's default scale). Leading axes are batch axes."""
+    ctx = check_context(ctx, "encode")
+    p = ctx.params
+    level = p.default_level if level is None else p.check_level(level)
+    scale = p.default_scale(level) if scale is None else float(scale)
+    if not scale > 0:
+        raise ValueError(f"encode: scale must be positive, got {scale}")
+    z = np.asarray(values)
+    if z.ndim < 1:
+        raise ValueError("encode: values must have shape [..., slots]")
+    if not (np.issubdtype(z.dtype, np.number) or z.dtype == bool):
+        raise TypeError(f"encode: values must be numbers, got {z.dtype}")
+    slots = check_slots(z.shape[-1], p.n)
+    full = np.tile(z.astype(np.complex128), (1,) * (z.ndim - 1) + (p.slots // slots,))
+    coeffs = np.round(embed_inverse(full, p.n) * scale)
+    res = integers_to_residues(coeffs, p.primes(level))
+    data = ops.ntt(jnp.asarray(res), ctx.ring, p.rows(level))
+    return Plaintext(data=data, level=level, scale=scale, slots=slots, params=p)
+
+
+def crt_centered(res: np.ndarray, primes) -> np.ndarray:
+    """Exact CRT: residues uint32[..., L, N] -> centered integers as an object array [..., N]."""
+    big_q = math.prod(int(q) for q in primes)
+    acc = np.zeros(res.shape[:-2] + res.shape[-1:], dtype=object)
+    for j, q in enumerate(primes):
+        qhat = big_q // int(q)
+        inv = pow(qhat % int(q), -1, int(q))
+        y = res[..., j, :].astype(np.uint64) * np.uint64(inv) % np.uint64(q)  # < 2^62
+        acc = acc + y.astype(object) * qhat
+    acc = acc % big_q
+    return np.where(acc > big_q // 2, acc - big_q, acc)
+
+
+def decode(pt: Plaintext, ctx: CKKSContext, *, real: bool = False) -> np.ndarray:
+    """Plaintext -> complex128[..., slots] (float64 with ``real=True``), on the host."""
+    ctx = check_context(ctx, "decode")
+    if not isinstance(pt, Plaintext):
+        raise TypeError(f"decode: expected a Plaintext, got {type(pt).__name__}")
+    p = pt.params
+    if p != ctx.params:
+        raise ValueError(f"decode: plaintext is for {p.name!r}, context for {ctx.params.name!r}")
+    check_data(pt.data, p, pt.level, (), "decode")
+    res = np.asarray(ops.intt(pt.data, ctx.ring, p.rows(pt.level)))
+    ints = crt_centered(res, p.primes(pt.level))
+    try:
+        coeffs = ints.astype(np.float64) / pt.scale
+    except OverflowError:
+        raise ValueError("decode: coefficients exceed the float range (decryption failed?)") from None
+    z = embed(coeffs, p.n)[..., :pt.slots]
+    return z.real if real else z

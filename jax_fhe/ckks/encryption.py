@@ -1,0 +1,78 @@
+"""Encryption (public or secret key) and decryption.
+
+Encryption samples on the host (HostRandom), so it is not jitted; everything after it is.
+Public-key encryption: (v b + e0 + m, v a + e1) with a ternary v; its noise v e + e0 + e1 s is
+about sqrt(N) times larger than secret-key encryption's (-a s + e + m, a), which costs about 8
+bits of precision at N = 2^16 (docs/ckks-parameters.md).
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from .. import ops
+from ..rns.sampling import to_residues
+from .context import CKKSContext, check_context
+from .keys import NOISE_TAIL, PublicKey, SecretKey, _rng
+from .types import Ciphertext, Plaintext, check_data
+
+
+def _noise(rng, shape, p, primes, ctx, rows):
+    e = rng.gaussian(shape, p.sigma, NOISE_TAIL)
+    return ops.ntt(jnp.asarray(to_residues(e, primes)), ctx.ring, rows)
+
+
+def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None) -> Ciphertext:
+    """Encrypt a plaintext (any batch shape) under a :class:`PublicKey` or a
+    :class:`SecretKey`. ``rng``: HostRandom (None: os.urandom)."""
+    ctx = check_context(ctx, "encrypt")
+    if not isinstance(pt, Plaintext):
+        raise TypeError(f"encrypt: expected a Plaintext, got {type(pt).__name__}")
+    p = ctx.params
+    if pt.params != p or getattr(key, "params", None) != p:
+        raise ValueError(f"encrypt: plaintext ({pt.params.name!r}), key and context ({p.name!r}) "
+                         "must use the same parameter set")
+    check_data(pt.data, p, pt.level, (), "encrypt")
+    rng = _rng(rng)
+    rows, primes = p.rows(pt.level), p.primes(pt.level)
+    idx = np.asarray(rows, dtype=np.int32)
+    batch = tuple(pt.data.shape[:-2])
+    shape = batch + (p.n,)
+    if isinstance(key, PublicKey):
+        v = rng.ternary(shape)
+        v = ops.ntt(jnp.asarray(to_residues(v, primes)), ctx.ring, rows)
+        pk = jnp.take(key.data, idx, axis=-2)
+        full = lambda x: jnp.broadcast_to(x, v.shape)  # noqa: E731
+        b = ops.add_mod(ops.mul_mod(v, full(pk[0]), ctx.ring, rows),
+                        _noise(rng, shape, p, primes, ctx, rows), ctx.ring, rows)
+        a = ops.add_mod(ops.mul_mod(v, full(pk[1]), ctx.ring, rows),
+                        _noise(rng, shape, p, primes, ctx, rows), ctx.ring, rows)
+    elif isinstance(key, SecretKey):
+        a = jnp.asarray(np.moveaxis(rng.uniform_mod(primes, shape), 0, -2))
+        s = jnp.broadcast_to(jnp.take(key.s, idx, axis=-2), a.shape)
+        b = ops.sub_mod(_noise(rng, shape, p, primes, ctx, rows), ops.mul_mod(a, s, ctx.ring, rows),
+                        ctx.ring, rows)
+    else:
+        raise TypeError(f"encrypt: key must be a PublicKey or SecretKey, got {type(key).__name__}")
+    b = ops.add_mod(b, pt.data, ctx.ring, rows)
+    return Ciphertext(data=jnp.stack([b, a], axis=-3), level=pt.level, scale=pt.scale,
+                      slots=pt.slots, params=p)
+
+
+def decrypt(ct: Ciphertext, ctx: CKKSContext, sk: SecretKey) -> Plaintext:
+    """b + a s: the plaintext (jittable)."""
+    ctx = check_context(ctx, "decrypt")
+    if not isinstance(ct, Ciphertext):
+        raise TypeError(f"decrypt: expected a Ciphertext, got {type(ct).__name__}")
+    if not isinstance(sk, SecretKey):
+        raise TypeError(f"decrypt: expected a SecretKey, got {type(sk).__name__}")
+    p = ctx.params
+    if ct.params != p or sk.params != p:
+        raise ValueError(f"decrypt: ciphertext ({ct.params.name!r}), key ({sk.params.name!r}) and "
+                         f"context ({p.name!r}) must use the same parameter set")
+    check_data(ct.data, p, ct.level, (2,), "decrypt")
+    rows = p.rows(ct.level)
+    b, a = ct.data[..., 0, :, :], ct.data[..., 1, :, :]
+    s = jnp.broadcast_to(jnp.take(sk.s, np.asarray(rows, dtype=np.int32), axis=-2), a.shape)
+    m = ops.mac_mod(b, a, s, ctx.ring, rows)
+    return Plaintext(data=m, level=ct.level, scale=ct.scale, slots=ct.slots, params=p)

@@ -1,0 +1,320 @@
+"""The CKKS evaluator: pure functions over :class:`Ciphertext` pytrees.
+
+Every function takes the ciphertexts first, then the :class:`CKKSContext` (tables), then keys;
+all are arguments, so ``jax.jit`` and ``jax.vmap`` (over the leading axes of ``data``) apply
+directly. Levels and scales are static; the rules:
+
+* ``add``/``sub`` need equal levels and scales. A ciphertext at a higher level is brought down
+  to the other's level *and scale* (limb drop when the lower level's primes are a subset and
+  the scales already agree, otherwise multiply by an integer constant and rescale, which lands
+  within 2^-(log_scale+1) of the wanted scale). At one level, scales that differ by a factor
+  >= 2^(log_scale-4) are matched by an integer multiplication; closer unequal scales are an
+  error (scales "agree" within a relative 2^-(log_scale-4)).
+* ``mul`` needs equal levels only; the result has the product of the scales and, by default, is
+  relinearized and rescaled once. Products of ciphertexts at a level's default scale rescale
+  exactly onto the next level's default scale; constants are encoded so that the same holds.
+* Plaintext operands must be at the ciphertext's level (or at a level whose primes include it).
+"""
+from __future__ import annotations
+
+import numbers
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import ops
+from ..rlwe import hybrid
+from .context import CKKSContext, check_context
+from .keys import EvalKeys
+from .types import Ciphertext, Plaintext, check_data
+
+
+# -- checks and small helpers -----------------------------------------------------------------
+
+def check_ct(ct, ctx: CKKSContext, what: str) -> None:
+    if not isinstance(ct, Ciphertext):
+        raise TypeError(f"{what}: expected a Ciphertext, got {type(ct).__name__}")
+    if ct.params != ctx.params:
+        raise ValueError(f"{what}: ciphertext is for {ct.params.name!r}, context for {ctx.params.name!r}")
+    check_data(ct.data, ct.params, ct.level, (2,), what)
+
+
+def _check_pt(pt, ctx, what):
+    if pt.params != ctx.params:
+        raise ValueError(f"{what}: plaintext is for {pt.params.name!r}, context for {ctx.params.name!r}")
+    check_data(pt.data, pt.params, pt.level, (), what)
+
+
+def _check_slots(a, b, what):
+    if a.slots != b.slots:
+        raise ValueError(f"{what}: operands pack different slot counts ({a.slots} vs {b.slots})")
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, numbers.Number) and not isinstance(x, bool)
+
+
+def scales_match(s1: float, s2: float, params) -> bool:
+    """Whether two scales agree within the relative tolerance 2^-(log_scale - 4)."""
+    return abs(s1 / s2 - 1.0) <= 2.0 ** -(params.log_scale - 4)
+
+
+def _u32(values) -> jax.Array:
+    return jnp.asarray(np.asarray(values, dtype=np.uint64).astype(np.uint32))
+
+
+def _with(ct: Ciphertext, data, **kw) -> Ciphertext:
+    fields = dict(level=ct.level, scale=ct.scale, slots=ct.slots, params=ct.params)
+    fields.update(kw)
+    return Ciphertext(data=data, **fields)
+
+
+def _const_ntt(c, scale: float, ctx: CKKSContext, rows, like) -> jax.Array:
+    """The constant round(c scale) (complex: re + im X^(N/2)) in the NTT domain, broadcast to
+    ``like`` (uint32[..., L, N])."""
+    c = complex(c)
+    primes = [ctx.params.q_primes[r] for r in rows]
+    re, im = int(round(c.real * scale)), int(round(c.imag * scale))
+    out = jnp.broadcast_to(_u32([re % q for q in primes])[:, None], like.shape)
+    if im:
+        unit = jnp.broadcast_to(jnp.take(ctx.imag, np.asarray(rows, dtype=np.int32), axis=0), like.shape)
+        ims = jnp.broadcast_to(_u32([im % q for q in primes])[:, None], like.shape)
+        out = ops.add_mod(out, ops.mul_mod(ims, unit, ctx.ring, rows), ctx.ring, rows)
+    return out
+
+
+def _mul_data(x, w, ctx, rows):
+    """x: uint32[..., 2, L, N] times w: uint32[..., L, N] (broadcast over the component axis)."""
+    w = jnp.expand_dims(w, -3)
+    shape = jnp.broadcast_shapes(x.shape, w.shape)
+    return ops.mul_mod(jnp.broadcast_to(x, shape), jnp.broadcast_to(w, shape), ctx.ring, rows)
+
+
+# -- rescaling and levels -----------------------------------------------------------------------
+
+def rescale_data(x, ctx: CKKSContext, level: int) -> jax.Array:
+    """Rational rescaling of NTT data uint32[..., L_level, N] to level - 1: (x R - [x R]_D) / D."""
+    t = ctx.rescale[level]
+    p = ctx.params
+    drop, new = p.dropped(level), p.rows(level - 1)
+    xd = hybrid._take_limbs(x, t.drop_pos)
+    c = ops.intt(xd, ctx.ring, drop)
+    if p.added(level):
+        c = ops.mul_mod(c, hybrid._bcast(t.r_mod_d, c), ctx.ring, drop)
+    conv = ops.ntt(hybrid.exact_conv(c, t.conv, ctx.ring), ctx.ring, new)
+    xk = hybrid._take_limbs(x, t.keep_pos)
+    return ops.sub_mod(ops.mul_mod(xk, hybrid._bcast(t.r_dinv, xk), ctx.ring, new),
+                       ops.mul_mod(conv, hybrid._bcast(t.d_inv, conv), ctx.ring, new), ctx.ring, new)
+
+
+def rescale(ct: Ciphertext, ctx: CKKSContext) -> Ciphertext:
+    """Divide by rho_level (drop the set D, add the set R): level - 1, scale / rho_level."""
+    ctx = check_context(ctx, "rescale")
+    check_ct(ct, ctx, "rescale")
+    if ct.level == 0:
+        raise ValueError("rescale: the ciphertext is at level 0; no level left to rescale")
+    rho = float(ct.params.ratio(ct.level))
+    return _with(ct, rescale_data(ct.data, ctx, ct.level), level=ct.level - 1, scale=ct.scale / rho)
+
+
+_rescale = rescale  # for functions whose ``rescale`` flag shadows the name
+
+
+def _drop_limbs(x, params, level: int, target: int) -> jax.Array:
+    rows = params.rows(level)
+    return hybrid._take_limbs(x, [rows.index(r) for r in params.rows(target)])
+
+
+def _mul_int(ct: Ciphertext, c: int, ctx) -> Ciphertext:
+    """Multiply by the integer c (scale times c)."""
+    rows = ct.params.rows(ct.level)
+    w = _const_ntt(c, 1.0, ctx, rows, ct.data[..., 0, :, :])
+    return _with(ct, _mul_data(ct.data, w, ctx, rows), scale=ct.scale * c)
+
+
+def _rescale_to(ct: Ciphertext, ctx, scale: float) -> Ciphertext:
+    """One level down, landing within 1/(2c) of ``scale``: multiply by the integer
+    c = round(scale rho / ct.scale), then rescale."""
+    rho = float(ct.params.ratio(ct.level))
+    c = int(round(scale * rho / ct.scale))
+    if c < 1:
+        raise ValueError(f"level_down: cannot reach scale 2^{np.log2(scale):.2f} from "
+                         f"2^{np.log2(ct.scale):.2f} in one rescale (rho = 2^{np.log2(rho):.2f})")
+    return rescale(_mul_int(ct, c, ctx), ctx)
+
+
+def level_down(ct: Ciphertext, ctx: CKKSContext, level: int, *, scale: float | None = None) -> Ciphertext:
+    """Bring ``ct`` down to ``level`` (and to ``scale`` if given; by default the scale is kept).
+
+    Drops limbs when the target's primes are a subset and no scale change is needed; otherwise
+    drops limbs as far as possible and then multiplies by integer constants and rescales
+    (Cheddar's rule: never drop limbs unless the subset test passes)."""
+    ctx = check_context(ctx, "level_down")
+    check_ct(ct, ctx, "level_down")
+    p = ct.params
+    p.check_level(level)
+    if level > ct.level:
+        raise ValueError(f"level_down: target level {level} is above the ciphertext's level {ct.level}")
+    target = ct.scale if scale is None else float(scale)
+    if scales_match(ct.scale, target, p):
+        if level == ct.level:
+            return ct
+        if p.is_subset(level, ct.level):
+            return _with(ct, _drop_limbs(ct.data, p, ct.level, level), level=level)
+    elif level == ct.level:
+        raise ValueError(f"level_down: changing the scale from 2^{np.log2(ct.scale):.3f} to "
+                         f"2^{np.log2(target):.3f} needs a rescale; target a lower level")
+    cur = ct
+    if cur.level > level + 1 and p.is_subset(level + 1, cur.level):
+        cur = _with(cur, _drop_limbs(cur.data, p, cur.level, level + 1), level=level + 1)
+    while cur.level > level + 1:
+        cur = _rescale_to(cur, ctx, p.default_scale(cur.level - 1))
+    return _rescale_to(cur, ctx, target)
+
+
+def _same_level(a: Ciphertext, b: Ciphertext, ctx, *, match_scale: bool):
+    """Bring the higher of a, b down to the other's level (and scale if ``match_scale``)."""
+    if a.level > b.level:
+        a = level_down(a, ctx, b.level, scale=b.scale if match_scale else None)
+    elif b.level > a.level:
+        b = level_down(b, ctx, a.level, scale=a.scale if match_scale else None)
+    if match_scale and not scales_match(a.scale, b.scale, a.params):
+        lo, hi = (a, b) if a.scale < b.scale else (b, a)
+        ratio = hi.scale / lo.scale
+        if ratio < 2.0 ** (a.params.log_scale - 4):
+            raise ValueError(
+                f"incompatible scales 2^{np.log2(a.scale):.4f} and 2^{np.log2(b.scale):.4f} at "
+                f"level {a.level}: rescale one operand or use level_down(..., scale=...)")
+        lo = _mul_int(lo, int(round(ratio)), ctx)
+        a, b = (lo, hi) if a.scale < b.scale else (hi, lo)
+    return a, b
+
+
+def _pt_at(pt: Plaintext, ct: Ciphertext, ctx, what):
+    """The plaintext's data at the ciphertext's level (and the ciphertext, possibly lowered)."""
+    _check_pt(pt, ctx, what)
+    _check_slots(ct, pt, what)
+    p = ct.params
+    if pt.level < ct.level:
+        ct = level_down(ct, ctx, pt.level)
+    if pt.level > ct.level and not p.is_subset(ct.level, pt.level):
+        raise ValueError(f"{what}: plaintext at level {pt.level} cannot be used at level {ct.level} "
+                         "(its primes are not a superset); encode it at that level")
+    return _drop_limbs(pt.data, p, pt.level, ct.level), ct
+
+
+# -- addition -----------------------------------------------------------------------------------
+
+def add(a: Ciphertext, b, ctx: CKKSContext) -> Ciphertext:
+    """a + b for b a Ciphertext, a Plaintext or a (complex) number, with level/scale alignment."""
+    ctx = check_context(ctx, "add")
+    if not isinstance(a, Ciphertext) and isinstance(b, Ciphertext):
+        a, b = b, a
+    check_ct(a, ctx, "add")
+    if isinstance(b, Ciphertext):
+        check_ct(b, ctx, "add")
+        _check_slots(a, b, "add")
+        a, b = _same_level(a, b, ctx, match_scale=True)
+        rows = a.params.rows(a.level)
+        return _with(a, ops.add_mod(*jnp.broadcast_arrays(a.data, b.data), ctx.ring, rows))
+    rows = a.params.rows(a.level)
+    if isinstance(b, Plaintext):
+        data, a = _pt_at(b, a, ctx, "add")
+        if not scales_match(a.scale, b.scale, a.params):
+            raise ValueError(f"add: plaintext scale 2^{np.log2(b.scale):.4f} differs from the "
+                             f"ciphertext's 2^{np.log2(a.scale):.4f}; encode it at scale=ct.scale")
+        rows = a.params.rows(a.level)
+    elif _is_number(b):
+        data = _const_ntt(b, a.scale, ctx, rows, a.data[..., 0, :, :])
+    else:
+        raise TypeError(f"add: cannot add a {type(b).__name__} to a Ciphertext")
+    c0 = a.data[..., 0, :, :]
+    c0, data = jnp.broadcast_arrays(c0, data)
+    c1 = jnp.broadcast_to(a.data[..., 1, :, :], c0.shape)
+    return _with(a, jnp.stack([ops.add_mod(c0, data, ctx.ring, rows), c1], axis=-3))
+
+
+def neg(a: Ciphertext, ctx: CKKSContext) -> Ciphertext:
+    ctx = check_context(ctx, "neg")
+    check_ct(a, ctx, "neg")
+    return _with(a, ops.neg_mod(a.data, ctx.ring, a.params.rows(a.level)))
+
+
+def sub(a, b, ctx: CKKSContext) -> Ciphertext:
+    """a - b (either may be a Plaintext or a number, not both)."""
+    if isinstance(b, Ciphertext):
+        return add(neg(b, ctx), a, ctx)
+    if isinstance(b, Plaintext):
+        return add(a, Plaintext(data=ops.neg_mod(b.data, check_context(ctx, "sub").ring,
+                                                 b.params.rows(b.level)),
+                                level=b.level, scale=b.scale, slots=b.slots, params=b.params), ctx)
+    if _is_number(b):
+        return add(a, -complex(b) if isinstance(b, complex) else -b, ctx)
+    raise TypeError(f"sub: cannot subtract a {type(b).__name__}")
+
+
+# -- multiplication -----------------------------------------------------------------------------
+
+def relinearize_data(d0, d1, d2, ctx: CKKSContext, relin_key, level: int) -> jax.Array:
+    """(d0, d1, d2) under (1, s, s^2) -> uint32[..., 2, L, N] under (1, s)."""
+    rows = ctx.params.rows(level)
+    u = hybrid.key_switch(d2, relin_key, ctx.ring, ctx.keyswitch[level])
+    return jnp.stack([ops.add_mod(d0, u[..., 0, :, :], ctx.ring, rows),
+                      ops.add_mod(d1, u[..., 1, :, :], ctx.ring, rows)], axis=-3)
+
+
+def _const_scale(ct: Ciphertext, c, rescale_after: bool) -> float:
+    """Scale at which to encode a constant multiplier: one that makes the next rescale land on
+    the default scale of level - 1 (exact integers are multiplied at scale 1 when no rescale
+    follows)."""
+    if not rescale_after and isinstance(c, numbers.Integral):
+        return 1.0
+    p = ct.params
+    if ct.level == 0:
+        raise ValueError("mul: a non-integer constant needs a rescale, but the ciphertext is at level 0")
+    return p.default_scale(ct.level - 1) * float(p.ratio(ct.level)) / ct.scale
+
+
+def mul(a: Ciphertext, b, ctx: CKKSContext, evk: EvalKeys | None = None, *, rescale: bool = True) -> Ciphertext:
+    """a * b for b a Ciphertext (relinearized with ``evk.relin``), a Plaintext or a number;
+    then one rescale unless ``rescale=False``."""
+    ctx = check_context(ctx, "mul")
+    if not isinstance(a, Ciphertext) and isinstance(b, Ciphertext):
+        a, b = b, a
+    check_ct(a, ctx, "mul")
+    if isinstance(b, Ciphertext):
+        check_ct(b, ctx, "mul")
+        _check_slots(a, b, "mul")
+        if not isinstance(evk, EvalKeys) or evk.relin is None:
+            raise ValueError("mul: ciphertext x ciphertext needs EvalKeys with a relinearization key")
+        if evk.params != ctx.params:
+            raise ValueError(f"mul: keys are for {evk.params.name!r}, context for {ctx.params.name!r}")
+        a, b = _same_level(a, b, ctx, match_scale=False)
+        rows = a.params.rows(a.level)
+        x, y = jnp.broadcast_arrays(a.data, b.data)
+        b1, a1, b2, a2 = x[..., 0, :, :], x[..., 1, :, :], y[..., 0, :, :], y[..., 1, :, :]
+        mm = lambda u, v: ops.mul_mod(u, v, ctx.ring, rows)  # noqa: E731
+        d1 = ops.add_mod(mm(b1, a2), mm(a1, b2), ctx.ring, rows)
+        data = relinearize_data(mm(b1, b2), d1, mm(a1, a2), ctx, evk.relin, a.level)
+        out = _with(a, data, scale=a.scale * b.scale)
+    elif isinstance(b, Plaintext):
+        w, a = _pt_at(b, a, ctx, "mul")
+        out = _with(a, _mul_data(a.data, w, ctx, a.params.rows(a.level)), scale=a.scale * b.scale)
+    elif _is_number(b):
+        sc = _const_scale(a, b, rescale)
+        rows = a.params.rows(a.level)
+        w = _const_ntt(b, sc, ctx, rows, a.data[..., 0, :, :])
+        out = _with(a, _mul_data(a.data, w, ctx, rows), scale=a.scale * sc)
+    else:
+        raise TypeError(f"mul: cannot multiply a Ciphertext by a {type(b).__name__}")
+    return _rescale(out, ctx) if rescale else out
+
+
+def mul_i(a: Ciphertext, ctx: CKKSContext) -> Ciphertext:
+    """Multiply every slot by the imaginary unit (X^(N/2)): no level, no noise."""
+    ctx = check_context(ctx, "mul_i")
+    check_ct(a, ctx, "mul_i")
+    rows = a.params.rows(a.level)
+    unit = jnp.take(ctx.imag, np.asarray(rows, dtype=np.int32), axis=0)
+    return _with(a, _mul_data(a.data, jnp.broadcast_to(unit, a.data.shape[:-3] + unit.shape), ctx, rows))

@@ -1,0 +1,63 @@
+"""Plaintext and ciphertext pytrees.
+
+Array data are leaves; the parameter set, level, scale and slot count are static auxiliary data.
+The level must be static (it fixes the number of limbs). The scale is static too: it is a
+deterministic float that only changes at multiplications and rescales, and the evaluator needs
+it at trace time to encode constants exactly (integer rounding on the host, no x64 on device).
+A jitted circuit therefore compiles once per (level, scale) pattern, which a fixed circuit
+repeats identically on every call.
+"""
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from ..rns._pytree import pytree_dataclass, static_field
+from .params import CKKSParams
+
+
+@pytree_dataclass
+class Plaintext:
+    """An encoded message: data uint32[..., L, N] (NTT domain, limb i on row
+    ``params.rows(level)[i]``), holding round(scale * m(X))."""
+
+    data: jax.Array
+    level: int = static_field()
+    scale: float = static_field()
+    slots: int = static_field()
+    params: CKKSParams = static_field()
+
+    def __repr__(self) -> str:
+        return (f"Plaintext(shape={tuple(self.data.shape)}, level={self.level}, "
+                f"scale=2^{np.log2(self.scale):.3f}, slots={self.slots}, params={self.params.name!r})")
+
+
+@pytree_dataclass
+class Ciphertext:
+    """An RLWE ciphertext (b, a) with b + a s = Plaintext: data uint32[..., 2, L, N] in the NTT
+    domain over the rows of ``level``; leading axes are batch axes."""
+
+    data: jax.Array
+    level: int = static_field()
+    scale: float = static_field()
+    slots: int = static_field()
+    params: CKKSParams = static_field()
+
+    @property
+    def batch_shape(self) -> tuple:
+        return tuple(self.data.shape[:-3])
+
+    def __repr__(self) -> str:
+        return (f"Ciphertext(shape={tuple(self.data.shape)}, level={self.level}, "
+                f"scale=2^{np.log2(self.scale):.3f}, slots={self.slots}, params={self.params.name!r})")
+
+
+def check_data(x, params: CKKSParams, level: int, lead: tuple, what: str):
+    """Raise TypeError/ValueError unless x is uint32[..., *lead, L, N] for ``level``."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or np.dtype(dtype) != np.uint32:
+        raise TypeError(f"{what}: data must be a uint32 array, got {dtype if dtype is not None else type(x).__name__}")
+    want = tuple(lead) + (len(params.rows(level)), params.n)
+    if x.ndim < len(want) or tuple(x.shape[-len(want):]) != want:
+        raise ValueError(f"{what}: data has shape {tuple(x.shape)}, expected [..., "
+                         f"{', '.join(map(str, want))}] for level {level} of {params.name!r}")

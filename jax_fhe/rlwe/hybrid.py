@@ -1,0 +1,273 @@
+"""Hybrid key switching (Han–Ki, CT-RSA 2020) over RNS limbs with special primes P.
+
+Notation. A ring context holds rows 0..T-1; ciphertext ("q") rows come first and the special
+("p") rows follow. Data at a basis B (a tuple of q rows) is ``uint32[..., L, N]`` in the NTT
+domain, limb i on row B[i]. Digits are groups of ``alpha`` consecutive *global* q rows
+(digit d = rows [d alpha, (d+1) alpha)); at basis B digit d holds the rows of B in that range,
+so digit boundaries do not move when a level drops primes.
+
+A switching key from secret s' to secret s has, for every digit d, a pair over all rows
+
+    key_d = (b_d, a_d),   b_d = -a_d s + e_d + P [1 on the rows of digit d, 0 elsewhere] s'.
+
+Key switching of x (at basis B) is three stages, each a separate function so that fused
+kernels can replace them one by one:
+
+1. :func:`mod_up`: for every digit, INTT its limbs, base-convert them to every other row of
+   B and to P, NTT. Output ``uint32[..., beta, L + alpha_p, N]`` over the extended basis B + P.
+   Digit d of x is the integer x mod Q_d (plus a small multiple of Q_d from the fast
+   conversion), so on the rows of digit d it equals x.
+2. :func:`key_inner_product`: sum_d mod_up(x)_d * key_d over B + P: ``uint32[..., 2, L+a, N]``.
+   Its phase c0 + c1 s equals P x s' + sum_d x_d e_d.
+3. :func:`mod_down`: divide by P with rounding: INTT the P limbs, base-convert them (exactly,
+   centered: :func:`exact_conv`) to B, NTT, subtract, multiply by P^-1. The result
+   ``uint32[..., 2, L, N]`` decrypts under s to x s' + (small).
+
+:func:`key_switch` chains the three. Tables for one basis are a :class:`HybridTables` pytree
+(built once per level with :func:`make_hybrid_tables`); keys are :class:`KeySwitchKey` pytrees.
+Everything works under ``jax.jit`` and ``jax.vmap``; tables and keys are arguments.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import ops
+from ..rns._pytree import pytree_dataclass, static_field
+from ..rns.bconv import BConvTable, make_bconv_table
+from ..rns.context import RNSContext
+from ..rns.sampling import HostRandom, to_residues
+
+
+def _u32(values) -> jax.Array:
+    return jnp.asarray(np.asarray(values, dtype=np.uint64).astype(np.uint32))
+
+
+def _bcast(consts: jax.Array, like: jax.Array) -> jax.Array:
+    """Per-limb constants uint32[L] broadcast to data uint32[..., L, N]."""
+    return jnp.broadcast_to(consts[:, None], like.shape)
+
+
+def _take_limbs(x: jax.Array, positions: Sequence[int]) -> jax.Array:
+    """Limbs ``positions`` (static) of x: uint32[..., L, N]."""
+    positions = tuple(positions)
+    if positions == tuple(range(x.shape[-2])):
+        return x
+    return jnp.take(x, np.asarray(positions, dtype=np.int32), axis=-2)
+
+
+# -- exact (centered) base conversion ----------------------------------------------------------
+
+@pytree_dataclass
+class ExactConv:
+    """Tables of a centered base conversion from rows ``src_rows`` to rows ``dst_rows``.
+
+    table:    the :class:`BConvTable` of the fast conversion.
+    src_prod: uint32[Lout]  (prod of the source primes) mod each target prime.
+    """
+
+    table: BConvTable
+    src_prod: jax.Array
+    src_rows: tuple = static_field()
+    dst_rows: tuple = static_field()
+
+
+def make_exact_conv(primes: Sequence[int], src_rows: Sequence[int], dst_rows: Sequence[int]) -> ExactConv:
+    """Tables converting from rows ``src_rows`` to ``dst_rows`` of the prime list ``primes``."""
+    src = [int(primes[r]) for r in src_rows]
+    dst = [int(primes[r]) for r in dst_rows]
+    prod = math.prod(src)
+    return ExactConv(table=make_bconv_table(src, dst), src_prod=_u32([prod % p for p in dst]),
+                     src_rows=tuple(src_rows), dst_rows=tuple(dst_rows))
+
+
+def exact_conv(x, conv: ExactConv, ring: RNSContext) -> jax.Array:
+    """Centered base conversion of coefficient-domain residues.
+
+    x: uint32[..., Lin, N], residues of an integer polynomial v modulo the source primes
+    (product Q). Returns uint32[..., Lout, N]: [v]_Q, the representative in [-Q/2, Q/2), modulo
+    each target prime. The fast conversion gives [v]_Q + u Q with u = floor(sum_j y_j / q_j),
+    y_j = [x_j (Q/q_j)^-1]_{q_j}; we subtract round(sum_j y_j / q_j) Q instead, with the sum in
+    float32 (relative error ~2^-22): the rounding can only be wrong when the fraction is within
+    about 2^-20 of 1/2, and then the result is off by +-Q (+-1 after the division that follows
+    in ModDown or rescaling) on that coefficient.
+    """
+    src_q = conv.table.in_consts[0]
+    y = ops.mul_mod(x, _bcast(conv.table.in_consts[1], x), ring, conv.src_rows)
+    frac = jnp.sum(y.astype(jnp.float32) / src_q.astype(jnp.float32)[:, None], axis=-2)
+    k = jnp.floor(frac + jnp.float32(0.5)).astype(jnp.uint32)  # in [0, Lin]
+    raw = ops.bconv(x, conv.table)
+    corr = ops.mul_mod(jnp.broadcast_to(k[..., None, :], raw.shape), _bcast(conv.src_prod, raw),
+                       ring, conv.dst_rows)
+    return ops.sub_mod(raw, corr, ring, conv.dst_rows)
+
+
+# -- tables and keys ----------------------------------------------------------------------------
+
+@pytree_dataclass
+class HybridTables:
+    """Key-switching tables for one basis.
+
+    mod_up:   one :class:`BConvTable` per digit: digit rows -> (other rows of the basis) + P.
+    mod_down: :class:`ExactConv` P -> basis rows.
+    p_inv:    uint32[L]  P^-1 mod each basis prime.
+    Static: ``rows`` (the basis), ``special_rows`` (P), ``digits`` ((digit index, rows), ...).
+    """
+
+    mod_up: tuple
+    mod_down: ExactConv
+    p_inv: jax.Array
+    rows: tuple = static_field()
+    special_rows: tuple = static_field()
+    digits: tuple = static_field()
+
+    @property
+    def ext_rows(self) -> tuple:
+        return self.rows + self.special_rows
+
+    def __repr__(self) -> str:
+        return (f"HybridTables(L={len(self.rows)}, alpha_p={len(self.special_rows)}, "
+                f"beta={len(self.digits)})")
+
+
+def digit_rows(rows: Sequence[int], alpha: int) -> tuple:
+    """((d, rows of digit d), ...) for the non-empty digits of a basis (digit d = global rows
+    [d alpha, (d+1) alpha))."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(int(r) // int(alpha), []).append(int(r))
+    return tuple((d, tuple(rs)) for d, rs in sorted(groups.items()))
+
+
+def make_hybrid_tables(primes: Sequence[int], rows: Sequence[int], special_rows: Sequence[int],
+                       alpha: int) -> HybridTables:
+    """Tables for key switching data on ``rows`` of ``primes`` with special rows
+    ``special_rows`` and digits of ``alpha`` global rows."""
+    rows, special = tuple(int(r) for r in rows), tuple(int(r) for r in special_rows)
+    if set(rows) & set(special):
+        raise ValueError("the basis and the special rows overlap")
+    if special and min(special) < max(rows):
+        raise ValueError("special rows must come after every ciphertext row")
+    digits = digit_rows(rows, alpha)
+    ext = rows + special
+    mod_up = []
+    for _, drows in digits:
+        others = [r for r in ext if r not in drows]
+        mod_up.append(make_bconv_table([primes[r] for r in drows], [primes[r] for r in others]))
+    big_p = math.prod(int(primes[r]) for r in special)
+    p_inv = [pow(big_p, -1, int(primes[r])) for r in rows]
+    return HybridTables(mod_up=tuple(mod_up), mod_down=make_exact_conv(primes, special, rows),
+                        p_inv=_u32(p_inv), rows=rows, special_rows=special, digits=digits)
+
+
+@pytree_dataclass
+class KeySwitchKey:
+    """A hybrid switching key: data uint32[dnum, 2, T, N] = (b_d, a_d) for every digit d over
+    every row of the ring context (q rows then special rows), NTT domain.
+    Static: ``alpha`` (rows per digit), ``num_q`` (number of q rows)."""
+
+    data: jax.Array
+    alpha: int = static_field()
+    num_q: int = static_field()
+
+    @property
+    def dnum(self) -> int:
+        return self.data.shape[-4]
+
+    def __repr__(self) -> str:
+        return f"KeySwitchKey(dnum={self.dnum}, rows={self.data.shape[-2]}, N={self.data.shape[-1]})"
+
+
+def gen_switching_key(ring: RNSContext, s_from, s_to, *, num_q: int, alpha: int, sigma: float,
+                      rng: HostRandom, tail: float = 6.0) -> KeySwitchKey:
+    """A key switching a ciphertext component multiplied by ``s_from`` into one under ``s_to``.
+
+    s_from, s_to: uint32[T, N] NTT-domain secrets over every row of ``ring`` (rows 0..num_q-1
+    are the q primes, the rest the special primes). Randomness (the uniform a_d and the
+    Gaussian e_d) comes from ``rng``.
+    """
+    if not isinstance(rng, HostRandom):
+        raise TypeError(f"gen_switching_key: rng must be a HostRandom, got {type(rng).__name__}")
+    primes = ring.primes
+    t, n = len(primes), ring.n
+    dnum = -(-num_q // alpha)
+    big_p = math.prod(primes[num_q:])
+    gadget = np.zeros((dnum, t), dtype=np.uint64)
+    for d in range(dnum):
+        for r in range(d * alpha, min((d + 1) * alpha, num_q)):
+            gadget[d, r] = big_p % primes[r]
+    a = jnp.asarray(np.moveaxis(rng.uniform_mod(primes, (dnum, n)), 0, 1))  # [dnum, T, N]
+    e = ops.ntt(jnp.asarray(to_residues(rng.gaussian((dnum, n), sigma, tail), primes)), ring)
+    s_from = jnp.broadcast_to(s_from, a.shape)
+    s_to = jnp.broadcast_to(s_to, a.shape)
+    b = ops.sub_mod(e, ops.mul_mod(a, s_to, ring), ring)
+    g = jnp.broadcast_to(_u32(gadget)[:, :, None], a.shape)
+    b = ops.add_mod(b, ops.mul_mod(g, s_from, ring), ring)
+    return KeySwitchKey(data=jnp.stack([b, a], axis=1), alpha=int(alpha), num_q=int(num_q))
+
+
+# -- the three stages -----------------------------------------------------------------------------
+
+def _check_basis(x, tables: HybridTables, what: str, extended: bool = False):
+    if not isinstance(tables, HybridTables):
+        raise TypeError(f"{what}: expected HybridTables, got {type(tables).__name__}")
+    want = len(tables.ext_rows) if extended else len(tables.rows)
+    if x.ndim < 2 or x.shape[-2] != want:
+        raise ValueError(f"{what}: data has shape {tuple(x.shape)}, expected [..., {want}, N]")
+
+
+def mod_up(x, ring: RNSContext, tables: HybridTables) -> jax.Array:
+    """ModUp of every digit: uint32[..., L, N] (NTT, basis ``tables.rows``) ->
+    uint32[..., beta, L + alpha_p, N] (NTT, basis ``tables.ext_rows``)."""
+    _check_basis(x, tables, "mod_up")
+    ext = tables.ext_rows
+    outs = []
+    for (_, drows), table in zip(tables.digits, tables.mod_up):
+        xd = _take_limbs(x, [tables.rows.index(r) for r in drows])
+        others = tuple(r for r in ext if r not in drows)
+        conv = ops.ntt(ops.bconv(ops.intt(xd, ring, drows), table), ring, others)
+        order = drows + others
+        outs.append(_take_limbs(jnp.concatenate([xd, conv], axis=-2), [order.index(r) for r in ext]))
+    return jnp.stack(outs, axis=-3)
+
+
+def key_inner_product(ext, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> jax.Array:
+    """sum_d ext[..., d, :, :] * key_d: uint32[..., beta, L+a, N] -> uint32[..., 2, L+a, N]."""
+    if not isinstance(key, KeySwitchKey):
+        raise TypeError(f"key_inner_product: expected a KeySwitchKey, got {type(key).__name__}")
+    _check_basis(ext, tables, "key_inner_product", extended=True)
+    ids = [d for d, _ in tables.digits]
+    if ext.ndim < 3 or ext.shape[-3] != len(ids):
+        raise ValueError(f"key_inner_product: expected {len(ids)} digits, got shape {tuple(ext.shape)}")
+    if max(ids) >= key.dnum or key.data.shape[-2] != len(ring.primes) or key.data.shape[-1] != ring.n:
+        raise ValueError(f"key_inner_product: {key!r} does not match the tables/context")
+    rows = tables.ext_rows
+    acc = None
+    for i, d in enumerate(ids):
+        k = _take_limbs(key.data[d], rows)  # [2, L+a, N]
+        u = ext[..., i:i + 1, :, :]
+        shape = jnp.broadcast_shapes(u.shape, k.shape)
+        t = ops.mul_mod(jnp.broadcast_to(u, shape), jnp.broadcast_to(k, shape), ring, rows)
+        acc = t if acc is None else ops.add_mod(acc, t, ring, rows)
+    return acc
+
+
+def mod_down(y, ring: RNSContext, tables: HybridTables) -> jax.Array:
+    """Divide by P with rounding: uint32[..., L + alpha_p, N] -> uint32[..., L, N] (NTT)."""
+    _check_basis(y, tables, "mod_down", extended=True)
+    nl = len(tables.rows)
+    yq, yp = y[..., :nl, :], y[..., nl:, :]
+    conv = ops.ntt(exact_conv(ops.intt(yp, ring, tables.special_rows), tables.mod_down, ring),
+                   ring, tables.rows)
+    diff = ops.sub_mod(yq, conv, ring, tables.rows)
+    return ops.mul_mod(diff, _bcast(tables.p_inv, diff), ring, tables.rows)
+
+
+def key_switch(x, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> jax.Array:
+    """(c0, c1) = uint32[..., 2, L, N] with c0 + c1 s = x s' + (small), for x: uint32[..., L, N]
+    and ``key`` switching from s' to s."""
+    return mod_down(key_inner_product(mod_up(x, ring, tables), key, ring, tables), ring, tables)
