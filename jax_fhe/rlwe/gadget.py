@@ -1,0 +1,306 @@
+"""Gadget decomposition over a whole RNS modulus, RLWE encryption rows and gadget key switching.
+
+The gadget. For Q = q_0 ... q_{L-1} (each q_l < 2^31) and base B = 2^base_log, the gadget vector
+is g = (1, B, B^2, ..., B^(len-1)) in Z_Q, with base_log * len >= log2(Q) + 2 (VIPIR: Q ~ 2^87,
+B = 2^18, len = 5). It is an *integer* gadget over Z_Q, not one gadget per RNS limb, so
+decomposing x (given by its residues x_l) needs the integer x itself:
+
+  1. y_l = x_l * (Q/q_l)^-1 mod q_l                         (one mul_mod per limb)
+  2. v   = round(sum_l y_l / q_l)                           (integer fixed point, see below)
+  3. X   = sum_l y_l * (Q/q_l) - v * Q                      (exact, mod 2^(16 W))
+  4. balanced base-B digits of X, each in [-B/2, B/2)
+
+Step 3 is the CRT with the correct multiple of Q subtracted, so X is the centered
+representative of x in [-Q/2, Q/2] (when sum y_l / q_l sits within 2^-25 of a half-integer,
+either neighbour is taken; both have |X| <= Q/2 + 2^-25 Q, and both are valid). All of it runs
+on uint32 words: products of 16-bit chunks (< 2^32) are summed column-wise and carried, so no
+64-bit integers (and no ``jax_enable_x64``) are needed, and every step is an element-wise op
+that XLA fuses. Step 2 uses v = (sum_l mulhi(y_l, floor(2^60 / q_l)) + 2^27) >> 28, exact
+integer arithmetic (no floats: identical bits on every backend).
+
+Digits are returned as residues mod each q_l (negative d as q_l + d), ready for the NTT.
+
+Gadget key switching. A key from s' to s is ``len`` RLWE rows (a_j, b_j) with
+b_j = -a_j s + e_j + B^j s' (phase b + a s). For a ciphertext (a, b) under s', decomposing a into
+digits d_j gives (sum d_j a_j, b + sum d_j b_j), a ciphertext of the same phase under s plus the
+noise sum_j d_j e_j. Ring automorphisms X -> X^g use a key from s(X^g) to s.
+
+Layout: ciphertexts are uint32[..., 2, L, N] in the NTT domain, index 0 = a, 1 = b; phase
+b + a s (the convention of VIPIR App. A). Keys are uint32[len, 2, L, N], NTT domain.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..ops import add_mod, automorphism_ntt, intt, mul_mod, ntt, reduce_mod, sub_mod
+from ..rns import HostRandom, RNSContext, to_residues
+from ..rns._pytree import pytree_dataclass, static_field
+
+_U32 = jnp.uint32
+_CHUNK = 16
+_MASK16 = 0xFFFF
+_FIX = 28            # fixed-point bits of sum_l y_l / q_l in step 2
+
+
+@pytree_dataclass
+class Gadget:
+    """Tables of the integer gadget (1, B, ..., B^(len-1)) over Z_Q, Q = prod(primes).
+
+    Leaves:
+      qhat_inv:  uint32[L]        (Q/q_l)^-1 mod q_l
+      qhat:      uint32[L, W]     16-bit chunks of Q/q_l (W chunks, little-endian)
+      neg_q:     uint32[W]        16-bit chunks of 2^(16 W) - Q
+      inv_fix:   uint32[L]        floor(2^60 / q_l)
+      powers:    uint32[len, L]   B^j mod q_l (the gadget vector in RNS)
+    Static: ``primes``, ``base_log``, ``length``.
+    """
+
+    qhat_inv: jax.Array
+    qhat: jax.Array
+    neg_q: jax.Array
+    inv_fix: jax.Array
+    powers: jax.Array
+    primes: tuple = static_field()
+    base_log: int = static_field()
+    length: int = static_field()
+
+    @property
+    def base(self) -> int:
+        return 1 << self.base_log
+
+    @property
+    def modulus(self) -> int:
+        return math.prod(self.primes)
+
+    def __repr__(self) -> str:
+        return (f"Gadget(base 2^{self.base_log}, length {self.length}, "
+                f"Q ~ 2^{math.log2(self.modulus):.1f} over {len(self.primes)} primes)")
+
+
+def make_gadget(primes: Sequence[int], base_log: int, length: int) -> Gadget:
+    """Tables for the gadget (1, 2^base_log, ..., 2^(base_log (length-1))) over Z_Q.
+
+    Needs base_log * length >= log2(Q) + 2 so balanced digits represent all of [-Q/2, Q/2].
+    """
+    primes = tuple(int(q) for q in primes)
+    if not primes or any(not 2 < q < (1 << 31) for q in primes) or len(set(primes)) != len(primes):
+        raise ValueError(f"make_gadget: primes must be distinct odd moduli below 2^31, got {primes}")
+    if len(primes) > 16:
+        raise ValueError(f"make_gadget: at most 16 limbs are supported, got {len(primes)}")
+    base_log, length = int(base_log), int(length)
+    if not 1 <= base_log <= 30 or length < 1:
+        raise ValueError(f"make_gadget: need 1 <= base_log <= 30 and length >= 1, got {base_log}, {length}")
+    big_q = math.prod(primes)
+    if base_log * length < big_q.bit_length() + 1:
+        raise ValueError(f"make_gadget: base 2^{base_log} x length {length} covers {base_log * length} "
+                         f"bits but Q has {big_q.bit_length()}; need base_log * length >= "
+                         f"{big_q.bit_length() + 1}")
+    width = -(-(max(big_q.bit_length() + 2, base_log * length + 1)) // _CHUNK)
+    chunks = lambda v: [(v >> (_CHUNK * c)) & _MASK16 for c in range(width)]  # noqa: E731
+    qhat = [big_q // q for q in primes]
+    u32 = lambda a: jnp.asarray(np.asarray(a, dtype=np.uint32))  # noqa: E731
+    return Gadget(
+        qhat_inv=u32([pow(h % q, -1, q) for h, q in zip(qhat, primes)]),
+        qhat=u32([chunks(h) for h in qhat]),
+        neg_q=u32(chunks((1 << (_CHUNK * width)) - big_q)),
+        inv_fix=u32([(1 << 60) // q for q in primes]),
+        powers=u32([[pow(2, base_log * j, q) for q in primes] for j in range(length)]),
+        primes=primes, base_log=base_log, length=length,
+    )
+
+
+def decompose(x: jax.Array, gadget: Gadget, ctx: RNSContext) -> jax.Array:
+    """Balanced gadget digits of coefficient-domain residues.
+
+    ``x``: uint32[..., L, N] (canonical residues of the primes ``gadget.primes``, coefficient
+    domain). Returns uint32[..., len, L, N]: digit j of every coefficient, as residues, with
+    sum_j digit_j * B^j == x (mod Q) and every digit in [-B/2, B/2).
+    """
+    x = _check_data(x, gadget, ctx, "decompose")
+    nl = len(gadget.primes)
+    bc = lambda t: jnp.broadcast_to(t[:, None], x.shape)  # noqa: E731  per-limb constant
+    y = mul_mod(x, bc(gadget.qhat_inv), ctx)                       # [..., L, N], < q_l
+    # step 2: v = round(sum_l y_l / q_l) in 28-bit fixed point (each term < 2^29, L <= 16)
+    frac = jnp.sum(lax.mulhi(y, bc(gadget.inv_fix)), axis=-2, dtype=_U32)
+    v = (frac + _U32(1 << (_FIX - 1))) >> _FIX                     # [..., N], in [0, L]
+    # step 3: column sums of 16 x 16-bit partial products, then carries (all < 2^32)
+    width = gadget.neg_q.shape[0]
+    cols = [jnp.zeros(v.shape, _U32) for _ in range(width + 2)]
+
+    def add_product(a16, b16, col):
+        p = a16 * b16
+        cols[col] = cols[col] + (p & _U32(_MASK16))
+        cols[col + 1] = cols[col + 1] + (p >> 16)
+
+    for l in range(nl):
+        ylo, yhi = y[..., l, :] & _U32(_MASK16), y[..., l, :] >> 16
+        for c in range(width):
+            h = gadget.qhat[l, c]
+            add_product(ylo, h, c)
+            add_product(yhi, h, c + 1)
+    for c in range(width):
+        add_product(v, gadget.neg_q[c], c)
+    words, carry = [], jnp.zeros(v.shape, _U32)
+    for c in range(width):
+        t = cols[c] + carry
+        words.append(t & _U32(_MASK16))
+        carry = t >> 16
+    # step 4: balanced digits of the two's-complement integer held in `words`
+    b, half = gadget.base_log, 1 << (gadget.base_log - 1)
+    digits, carry = [], jnp.zeros(v.shape, jnp.int32)
+    for j in range(gadget.length):
+        raw = _bits(words, b * j, b).astype(jnp.int32) + carry
+        high = raw >= half
+        digits.append(jnp.where(high, raw - (1 << b), raw))
+        carry = high.astype(jnp.int32)
+    d = jnp.stack(digits, axis=-2)[..., None, :]                    # int32[..., len, 1, N]
+    q = jnp.asarray(np.asarray(gadget.primes, dtype=np.int64).astype(np.int32))[:, None]
+    return lax.bitcast_convert_type(jnp.where(d < 0, d + q, d), _U32)
+
+
+def _bits(words, start, count):
+    """Bits [start, start + count) of the little-endian 16-bit words, as uint32."""
+    out = None
+    c0 = start // _CHUNK
+    for c in range(c0, min(len(words), -(-(start + count) // _CHUNK))):
+        shift = c * _CHUNK - start
+        part = words[c] << shift if shift >= 0 else words[c] >> -shift
+        out = part if out is None else out | part
+    return out & _U32((1 << count) - 1)
+
+
+def recompose(digits: jax.Array, gadget: Gadget, ctx: RNSContext) -> jax.Array:
+    """sum_j digits_j * B^j mod Q: uint32[..., len, L, N] -> uint32[..., L, N] (any domain)."""
+    acc = None
+    for j in range(gadget.length):
+        d = digits[..., j, :, :]
+        t = mul_mod(d, jnp.broadcast_to(gadget.powers[j][:, None], d.shape), ctx)
+        acc = t if acc is None else add_mod(acc, t, ctx)
+    return acc
+
+
+# ---------------------------------------------------------------------------------------------
+# RLWE rows: encryptions of given NTT-domain messages, phase b + a s = m + e
+
+
+def secret_ntt(s: np.ndarray, ctx: RNSContext) -> jax.Array:
+    """A small signed secret int[..., N] (e.g. ternary) -> NTT-domain residues uint32[..., L, N]."""
+    return ntt(jnp.asarray(to_residues(s, ctx.primes)), ctx)
+
+
+def encrypt_ntt(s_ntt: jax.Array, m_ntt: jax.Array, ctx: RNSContext, rng: HostRandom,
+                sigma: float, tail: float) -> jax.Array:
+    """RLWE encryptions (a, b) of NTT-domain messages ``m_ntt``: uint32[..., L, N] under
+    ``s_ntt`` (uint32[L, N]): a uniform, e discrete Gaussian (sigma, |e| <= tail sigma), and
+    b = m + e - a s. Returns uint32[..., 2, L, N] in the NTT domain."""
+    if not isinstance(rng, HostRandom):
+        raise TypeError(f"encrypt_ntt: rng must be a HostRandom, got {type(rng).__name__}")
+    m_ntt = jnp.asarray(m_ntt)
+    batch, n = m_ntt.shape[:-2], ctx.n
+    a = jnp.asarray(np.moveaxis(rng.uniform_mod(ctx.primes, batch + (n,)), 0, -2))
+    e = ntt(jnp.asarray(to_residues(rng.gaussian(batch + (n,), sigma, tail), ctx.primes)), ctx)
+    s = jnp.broadcast_to(s_ntt, a.shape)
+    b = sub_mod(add_mod(m_ntt, e, ctx), mul_mod(a, s, ctx), ctx)
+    return jnp.stack([a, b], axis=-3)
+
+
+def phase_ntt(ct: jax.Array, s_ntt: jax.Array, ctx: RNSContext) -> jax.Array:
+    """b + a s for NTT-domain ciphertexts uint32[..., 2, L, N] -> uint32[..., L, N] (NTT domain)."""
+    a, b = ct[..., 0, :, :], ct[..., 1, :, :]
+    return add_mod(b, mul_mod(a, jnp.broadcast_to(s_ntt, a.shape), ctx), ctx)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gadget key switching and automorphisms
+
+
+@pytree_dataclass
+class GadgetKey:
+    """Key-switching key from s' to s: ``rows``: uint32[len, 2, L, N] (NTT domain), row j an RLWE
+    encryption of B^j s' under s. Static: ``galois`` (the automorphism it serves, 0 for none)."""
+
+    rows: jax.Array
+    galois: int = static_field(default=0)
+
+    def __repr__(self) -> str:
+        return f"GadgetKey(len={self.rows.shape[0]}, galois={self.galois})"
+
+
+def gadget_rows(s_ntt, m_ntt, gadget: Gadget, ctx: RNSContext, rng: HostRandom, sigma: float,
+                tail: float) -> jax.Array:
+    """RLWE encryptions of m * B^j (j < len) under s: uint32[..., len, 2, L, N] (NTT domain)."""
+    m_ntt = jnp.asarray(m_ntt)
+    scaled = jnp.stack([mul_mod(m_ntt, jnp.broadcast_to(gadget.powers[j][:, None], m_ntt.shape), ctx)
+                        for j in range(gadget.length)], axis=-3)
+    return encrypt_ntt(s_ntt, scaled, ctx, rng, sigma, tail)
+
+
+def switching_key(s_from_ntt, s_to_ntt, gadget: Gadget, ctx: RNSContext, rng: HostRandom,
+                  sigma: float = 3.2, tail: float = 6.0, *, galois: int = 0) -> GadgetKey:
+    """Key switching from ``s_from`` to ``s_to`` (both NTT-domain uint32[L, N])."""
+    return GadgetKey(rows=gadget_rows(s_to_ntt, s_from_ntt, gadget, ctx, rng, sigma, tail),
+                     galois=int(galois))
+
+
+def automorphism_key(s_ntt, galois: int, gadget: Gadget, ctx: RNSContext, rng: HostRandom,
+                     sigma: float = 3.2, tail: float = 6.0) -> GadgetKey:
+    """Key for X -> X^galois: switches from s(X^galois) back to s."""
+    return switching_key(automorphism_ntt(s_ntt, galois), s_ntt, gadget, ctx, rng, sigma, tail,
+                         galois=galois)
+
+
+def key_switch(ct: jax.Array, key: GadgetKey, gadget: Gadget, ctx: RNSContext) -> jax.Array:
+    """Switch NTT-domain ciphertexts uint32[..., 2, L, N] from the key's s' to its s."""
+    ct = _check_data(ct, gadget, ctx, "key_switch")
+    if ct.ndim < 3 or ct.shape[-3] != 2:
+        raise ValueError(f"key_switch: ciphertexts must be uint32[..., 2, L, N], got {ct.shape}")
+    if key.rows.shape != (gadget.length, 2) + ct.shape[-2:]:
+        raise ValueError(f"key_switch: key rows {key.rows.shape} do not match gadget length "
+                         f"{gadget.length} and ciphertext limbs/N {ct.shape[-2:]}")
+    digits = ntt(decompose(intt(ct[..., 0, :, :], ctx), gadget, ctx), ctx)   # [..., len, L, N]
+    acc = gadget_product(digits, key.rows, ctx)                              # [..., 2, L, N]
+    return acc.at[..., 1, :, :].set(add_mod(acc[..., 1, :, :], ct[..., 1, :, :], ctx))
+
+
+def gadget_product(digits: jax.Array, rows: jax.Array, ctx: RNSContext) -> jax.Array:
+    """sum_j digits_j * rows_j mod q: digits uint32[..., K, L, N], rows uint32[..., K, 2, L, N]
+    (both NTT domain) -> uint32[..., 2, L, N]. Sums up to 7 reduced products before one
+    reduction (7 q < 2^32 for q < 2^29; 3 for larger primes)."""
+    k = digits.shape[-3]
+    group = 7 if max(ctx.primes) < (1 << 29) else 3
+    d = jnp.broadcast_to(digits[..., :, None, :, :], digits.shape[:-3] + (k, 2) + digits.shape[-2:])
+    shape = jnp.broadcast_shapes(d.shape, rows.shape)
+    prods = mul_mod(jnp.broadcast_to(d, shape), jnp.broadcast_to(rows, shape), ctx)  # [..., K, 2, L, N]
+    acc = None
+    for g0 in range(0, k, group):
+        part = reduce_mod(jnp.sum(prods[..., g0:g0 + group, :, :, :], axis=-4, dtype=_U32), ctx)
+        acc = part if acc is None else add_mod(acc, part, ctx)
+    return acc
+
+
+def automorphism(ct: jax.Array, key: GadgetKey, gadget: Gadget, ctx: RNSContext) -> jax.Array:
+    """X -> X^g on NTT-domain ciphertexts, then key switching back to s (g = ``key.galois``)."""
+    if not key.galois:
+        raise ValueError("automorphism: the key was not made by automorphism_key (galois = 0)")
+    return key_switch(automorphism_ntt(ct, key.galois), key, gadget, ctx)
+
+
+def _check_data(x, gadget, ctx, what):
+    if not isinstance(gadget, Gadget):
+        raise TypeError(f"{what}: expected a Gadget (make_gadget), got {type(gadget).__name__}")
+    if not isinstance(ctx, RNSContext):
+        raise TypeError(f"{what}: expected an RNSContext, got {type(ctx).__name__}")
+    if tuple(ctx.primes[: len(gadget.primes)]) != gadget.primes:
+        raise ValueError(f"{what}: the gadget is for primes {gadget.primes} but the context starts "
+                         f"with {ctx.primes[: len(gadget.primes)]}")
+    x = jnp.asarray(x)
+    if x.dtype != _U32 or x.ndim < 2 or x.shape[-2] != len(gadget.primes) or x.shape[-1] != ctx.n:
+        raise ValueError(f"{what}: expected uint32[..., L={len(gadget.primes)}, N={ctx.n}], got "
+                         f"{x.dtype}{list(x.shape)}")
+    return x
