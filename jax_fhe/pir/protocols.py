@@ -429,8 +429,13 @@ def answer(server: Server, keys: PublicKeys, query: Query) -> Answer:
 
 @jax.jit
 def _answer(server, keys, query):
+    return after_first_fold(server, keys, query, first_fold(server, query))
+
+
+def after_first_fold(server: Server, keys: PublicKeys, query: Query, y: jax.Array) -> Answer:
+    """Everything after the DB GEMM, for answers y: uint32[B, rows] (also the per-device part of
+    the sharded server, which needs only ``server.planes``/``tables``, not the DB)."""
     params = server.params
-    y = first_fold(server, query)
     expanded = expand_query(server, keys, query)
     packed = pack_first(server, expanded, y)
     if params.protocol == "hybrid":
