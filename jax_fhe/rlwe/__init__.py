@@ -6,13 +6,25 @@ Built only from :mod:`jax_fhe.rns` (tables, sampling) and :mod:`jax_fhe.ops` (ke
 * :mod:`jax_fhe.rlwe.hybrid`: hybrid (Han–Ki, dnum digits + special primes) key switching as
   three replaceable stages ``mod_up`` -> ``key_inner_product`` -> ``mod_down``; the centered
   base conversion ``exact_conv`` used by ModDown and rational rescaling.
+* :mod:`jax_fhe.rlwe.gadget`: the integer gadget (1, B, ..., B^(len-1)) over a whole RNS modulus
+  (exact CRT in 32-bit words), RLWE encryption rows, gadget key switching (``gadget.key_switch``),
+  automorphisms.
+* :mod:`jax_fhe.rlwe.rgsw`: RGSW ciphertexts, the external product, CMUX, RLWE -> RGSW conversion.
 """
-from . import hybrid
+from . import gadget, hybrid, rgsw
+from .gadget import (Gadget, GadgetKey, automorphism, automorphism_key, decompose, encrypt_ntt,
+                     gadget_product, gadget_rows, make_gadget, phase_ntt, recompose, secret_ntt,
+                     switching_key)
 from .hybrid import (ExactConv, HybridTables, KeySwitchKey, exact_conv, gen_switching_key,
                      key_inner_product, key_switch, make_exact_conv, make_hybrid_tables, mod_down,
                      mod_up)
+from .rgsw import RGSWCiphertext, cmux, external_product, from_rlwe
 
 __all__ = [
     "ExactConv", "HybridTables", "KeySwitchKey", "exact_conv", "gen_switching_key", "hybrid",
     "key_inner_product", "key_switch", "make_exact_conv", "make_hybrid_tables", "mod_down", "mod_up",
+    # gadget key switching and RGSW (PIR); the gadget key switch is rlwe.gadget.key_switch
+    "Gadget", "GadgetKey", "RGSWCiphertext", "automorphism", "automorphism_key", "cmux", "decompose",
+    "encrypt_ntt", "external_product", "from_rlwe", "gadget", "gadget_product", "gadget_rows",
+    "make_gadget", "phase_ntt", "recompose", "rgsw", "secret_ntt", "switching_key",
 ]
