@@ -10,8 +10,9 @@ directly. Levels and scales are static; the rules:
   within 2^-(log_scale+1) of the wanted scale). At one level, scales that differ by a factor
   >= 2^(log_scale-4) are matched by an integer multiplication; closer unequal scales are an
   error (scales "agree" within a relative 2^-(log_scale-4)).
-* ``mul`` needs equal levels only; the result has the product of the scales and, by default, is
-  relinearized and rescaled once. Products of ciphertexts at a level's default scale rescale
+* ``mul`` needs equal levels only (an operand at its level's default scale is brought down to
+  the lower level's default scale); the result has the product of the scales and, by default,
+  is relinearized and rescaled once. Products of ciphertexts at a level's default scale rescale
   exactly onto the next level's default scale; constants are encoded so that the same holds.
 * Plaintext operands must be at the ciphertext's level (or at a level whose primes include it).
 """
@@ -174,11 +175,19 @@ def level_down(ct: Ciphertext, ctx: CKKSContext, level: int, *, scale: float | N
 
 
 def _same_level(a: Ciphertext, b: Ciphertext, ctx, *, match_scale: bool):
-    """Bring the higher of a, b down to the other's level (and scale if ``match_scale``)."""
+    """Bring the higher of a, b down to the other's level: to the other's scale if
+    ``match_scale``, else to the lower level's default scale if it was at its own level's
+    default scale (so that default-scale circuits stay on default scales), else keeping it."""
+    def target(hi, lo):
+        if match_scale:
+            return lo.scale
+        p = hi.params
+        return p.default_scale(lo.level) if scales_match(hi.scale, p.default_scale(hi.level), p) else None
+
     if a.level > b.level:
-        a = level_down(a, ctx, b.level, scale=b.scale if match_scale else None)
+        a = level_down(a, ctx, b.level, scale=target(a, b))
     elif b.level > a.level:
-        b = level_down(b, ctx, a.level, scale=a.scale if match_scale else None)
+        b = level_down(b, ctx, a.level, scale=target(b, a))
     if match_scale and not scales_match(a.scale, b.scale, a.params):
         lo, hi = (a, b) if a.scale < b.scale else (b, a)
         ratio = hi.scale / lo.scale

@@ -1,0 +1,104 @@
+"""The lattice layer's hybrid key switching, stage by stage, against exact integer arithmetic."""
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jax_fhe import ops, rlwe, rns
+from jax_fhe.rns import HostRandom
+
+N = 1 << 10
+
+
+@pytest.fixture(scope="module")
+def basis():
+    qs = rns.ntt_primes(30, 5, N)
+    ps = rns.ntt_primes(31, 2, N)
+    return qs + ps, (0, 1, 2, 3, 4), (5, 6)
+
+
+def _centered(x, m):
+    x %= m
+    return x - m if x >= m // 2 else x
+
+
+def test_exact_conv_is_the_centered_crt(basis, device, put, rng):
+    primes, qrows, prows = basis
+    ring = put(rns.make_context(primes, N))
+    conv = put(rlwe.make_exact_conv(primes, prows, qrows))
+    src = [primes[r] for r in prows]
+    big = math.prod(src)
+    v = [int(rng.integers(-(big // 2), big // 2)) for _ in range(N)]
+    v[:4] = [0, 1, -1, -(big // 2)]  # edges (the last one is exactly -Q/2)
+    x = np.array([[c % q for c in v] for q in src], dtype=np.uint32)
+    out = np.asarray(rlwe.exact_conv(put(jnp.asarray(x)), conv, ring))
+    for i, r in enumerate(qrows):
+        q = primes[r]
+        want = [c % q for c in v]
+        got = out[i].tolist()
+        # exact except where the float32 fraction sum sits within ~2^-20 of 1/2 (then off by Q)
+        bad = [k for k in range(N) if got[k] != want[k]]
+        assert all((got[k] - want[k] + big) % q == 0 or (got[k] - want[k] - big) % q == 0 for k in bad)
+        assert len(bad) <= 1
+
+
+def test_mod_up_and_mod_down(basis, device, put, rng):
+    primes, qrows, prows = basis
+    ring = put(rns.make_context(primes, N))
+    tables = put(rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2))
+    assert [d for d, _ in tables.digits] == [0, 1, 2]
+    qs = [primes[r] for r in qrows]
+    x = np.stack([rng.integers(0, q, N) for q in qs]).astype(np.uint32)
+    x_ntt = ops.ntt(put(jnp.asarray(x)), ring, qrows)
+    ext = np.asarray(ops.intt(rlwe.mod_up(x_ntt, ring, tables), ring, tables.ext_rows))
+    assert ext.shape == (3, 7, N)
+    for i, (_, drows) in enumerate(tables.digits):
+        qd = math.prod(primes[r] for r in drows)
+        for k in range(0, N, 97):
+            xd = _centered(sum(int(x[qrows.index(r), k]) * (qd // primes[r]) * pow(qd // primes[r], -1, primes[r])
+                               for r in drows), qd)
+            # digit d is the centered integer [x]_{Q_d}, on every row of the extended basis
+            for j, r in enumerate(tables.ext_rows):
+                assert int(ext[i, j, k]) == xd % primes[r]
+    # mod_down(P * y) == y exactly (y given on q rows; P y is 0 on the special rows)
+    big_p = math.prod(primes[r] for r in prows)
+    py = np.concatenate([(x.astype(np.uint64) * np.array([[big_p % q] for q in qs], dtype=np.uint64)
+                          % np.array([[q] for q in qs], dtype=np.uint64)).astype(np.uint32),
+                         np.zeros((2, N), dtype=np.uint32)])
+    py_ntt = ops.ntt(put(jnp.asarray(py)), ring, tables.ext_rows)
+    np.testing.assert_array_equal(np.asarray(rlwe.mod_down(py_ntt, ring, tables)), np.asarray(x_ntt))
+
+
+def test_key_switch_error_is_small(basis, device, put):
+    primes, qrows, prows = basis
+    ring = put(rns.make_context(primes, N))
+    tables = put(rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2))
+    r = HostRandom.insecure_deterministic(5)
+    s_to = put(ops.ntt(jnp.asarray(rns.to_residues(r.ternary((N,)), primes)), ring))
+    s_from = put(ops.ntt(jnp.asarray(rns.to_residues(r.ternary((N,)), primes)), ring))
+    key = put(rlwe.gen_switching_key(ring, s_from, s_to, num_q=5, alpha=2, sigma=3.2, rng=r))
+    assert key.data.shape == (3, 2, 7, N)
+    x = put(jnp.asarray(r.uniform_mod([primes[i] for i in qrows], N)))
+    c = rlwe.key_switch(x, key, ring, tables)
+    mm = lambda a, b: ops.mul_mod(a, b, ring, qrows)  # noqa: E731
+    err = ops.intt(ops.sub_mod(ops.add_mod(c[0], mm(c[1], s_to[:5]), ring, qrows), mm(x, s_from[:5]),
+                               ring, qrows), ring, qrows)
+    err = np.asarray(err).astype(np.int64)
+    cen = [np.where(err[i] > primes[i] // 2, err[i] - primes[i], err[i]) for i in range(5)]
+    for i in range(1, 5):
+        np.testing.assert_array_equal(cen[i], cen[0])  # one small integer polynomial on every row
+    # ModDown rounding u0 + u1 s with |u| <= 1/2 and ternary s; measured max |e| = 33 at N = 2^10
+    assert np.abs(cen[0]).max() < 100
+
+
+def test_hybrid_bad_inputs(basis):
+    primes, qrows, prows = basis
+    ring = rns.make_context(primes, N)
+    tables = rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2)
+    with pytest.raises(ValueError, match=r"expected \[\.\.\., 5, N\]"):
+        rlwe.mod_up(jnp.zeros((4, N), jnp.uint32), ring, tables)
+    with pytest.raises(TypeError, match="KeySwitchKey"):
+        rlwe.key_inner_product(jnp.zeros((3, 7, N), jnp.uint32), object(), ring, tables)
+    with pytest.raises(ValueError, match="overlap"):
+        rlwe.make_hybrid_tables(primes, qrows, (4, 5), alpha=2)

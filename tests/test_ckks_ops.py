@@ -1,0 +1,317 @@
+"""CKKS end to end on the insecure test sets: every operation against numpy float64, with the
+measured precision asserted (bits = -log2 of the mean / max absolute slot error).
+
+Bounds are the measured values (in the comments, CPU) minus 1 bit for the mean and 2 bits for the
+max, since inputs differ per test id (cpu/gpu). Theory for toy-N12 (N = 2^12, scale 2^40,
+uniform ternary secret): secret-key encryption noise e (sigma 3.2) gives a slot error of about
+3.2 sqrt(N/2) / 2^40 = 2^-32.4; public-key encryption (v e + e0 + e1 s) about 2^-26.5; a rescale
+adds rounding (r0 + r1 s, |r| <= 1/2) of about 2^-31.5."""
+import jax
+import numpy as np
+import pytest
+
+from jax_fhe import ckks
+from jax_fhe.rns import HostRandom
+
+STEPS = (1, 2, 3, 7, 100, 1023, -1, -5)
+
+
+@pytest.fixture(scope="module")
+def toy():
+    ctx = ckks.make_context(ckks.toy_n12())
+    keys = ckks.keygen(ctx, HostRandom.insecure_deterministic(12), rotations=STEPS, conjugation=True)
+    return ctx, keys
+
+
+@pytest.fixture(scope="module")
+def single():
+    ctx = ckks.make_context(ckks.toy_n11_single())
+    keys = ckks.keygen(ctx, HostRandom.insecure_deterministic(11), rotations=(1, -3), conjugation=True)
+    return ctx, keys
+
+
+@pytest.fixture
+def env(toy, put):
+    ctx, keys = put(toy)
+    return ctx, keys
+
+
+def _unit(rng, shape):
+    """Complex values on the unit circle: products stay of modulus 1."""
+    return np.exp(2j * np.pi * rng.uniform(size=shape))
+
+
+def _cplx(rng, shape):
+    return rng.uniform(-1, 1, shape) + 1j * rng.uniform(-1, 1, shape)
+
+
+def _enc(z, ctx, keys, seed, *, secret=False, **kw):
+    key = keys.secret if secret else keys.public
+    return ckks.encrypt(ckks.encode(z, ctx, **kw), ctx, key, HostRandom.insecure_deterministic(seed))
+
+
+def _dec(ct, ctx, keys):
+    return ckks.decode(ckks.decrypt(ct, ctx, keys.secret), ctx)
+
+
+def _check(want, got, mean, worst):
+    prec = ckks.precision(want, got)
+    assert prec.mean_bits >= mean and prec.min_bits >= worst, str(prec)
+    return prec
+
+
+# -- encoding and encryption ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("slots", [2048, 64, 1])
+def test_encode_decode(slots, env, rng):
+    ctx, _ = env
+    z = _cplx(rng, (2, slots))
+    pt = ckks.encode(z, ctx)
+    assert pt.data.shape == (2, 10, 4096) and pt.slots == slots
+    _check(z, ckks.decode(pt, ctx), 35.0, 32.4)  # measured 36.0 / 34.4 (2048 slots)
+    x = rng.uniform(-1, 1, slots)
+    got = ckks.decode(ckks.encode(x, ctx, level=0), ctx, real=True)
+    assert got.dtype == np.float64
+    _check(x, got, 35.0, 32.4)
+
+
+def test_encode_large_values_exactly(env):
+    ctx, _ = env
+    # scale 2^80 pushes coefficients past 2^62: residues come from the float's mantissa/exponent
+    z = np.array([3.0 + 1j, -2.5, 0.125, 1e3])
+    pt = ckks.encode(z, ctx, level=4, scale=2.0**80)
+    # measured 43.5 / 43.0: the float64 FFT's rounding on |z| up to 2^10 (2^-52 relative)
+    _check(z, ckks.decode(pt, ctx), 42.5, 42.0)
+
+
+def test_fresh_encryption(env, rng):
+    ctx, keys = env
+    z = _cplx(rng, 2048)
+    _check(z, _dec(_enc(z, ctx, keys, 1, secret=True), ctx, keys), 31.5, 28.7)  # 32.5 / 30.7
+    _check(z, _dec(_enc(z, ctx, keys, 2), ctx, keys), 25.4, 22.2)  # measured 26.4 / 24.2
+
+
+# -- addition ------------------------------------------------------------------------------------
+
+def test_add_sub_neg(env, rng):
+    ctx, keys = env
+    z, w = _cplx(rng, 2048), _cplx(rng, 2048)
+    a, b = _enc(z, ctx, keys, 3), _enc(w, ctx, keys, 4)
+    _check(z + w, _dec(ckks.add(a, b, ctx), ctx, keys), 24.8, 21.5)  # measured 25.9 / 23.6
+    _check(z - w, _dec(ckks.sub(a, b, ctx), ctx, keys), 24.8, 21.5)
+    _check(-z, _dec(ckks.neg(a, ctx), ctx, keys), 25.4, 22.2)
+    pw = ckks.encode(w, ctx)
+    _check(z + w, _dec(ckks.add(a, pw, ctx), ctx, keys), 25.4, 22.2)  # measured 26.4 / 24.2
+    _check(z - w, _dec(ckks.sub(a, pw, ctx), ctx, keys), 25.4, 22.2)
+    _check(w + z, _dec(ckks.add(pw, a, ctx), ctx, keys), 25.4, 22.2)
+    _check(z + 0.75, _dec(ckks.add(a, 0.75, ctx), ctx, keys), 25.4, 22.2)
+    _check(z + (0.5 - 2j), _dec(ckks.add(a, 0.5 - 2j, ctx), ctx, keys), 25.4, 22.2)
+    _check(z - 3, _dec(ckks.sub(a, 3, ctx), ctx, keys), 25.4, 22.2)
+
+
+# -- multiplication ------------------------------------------------------------------------------
+
+def test_mul_ct_ct(env, rng):
+    ctx, keys = env
+    z, w = _cplx(rng, 2048), _cplx(rng, 2048)
+    a, b = _enc(z, ctx, keys, 5), _enc(w, ctx, keys, 6)
+    c = ckks.mul(a, b, ctx, keys.evaluation)
+    p = ctx.params
+    assert c.level == p.max_level - 1 and c.scale == pytest.approx(p.default_scale(c.level), rel=1e-12)
+    _check(z * w, _dec(c, ctx, keys), 25.0, 21.7)  # measured 26.2 / 23.9
+    # relinearize without rescaling, then rescale: the same bits
+    c2 = ckks.mul(a, b, ctx, keys.evaluation, rescale=False)
+    assert c2.level == p.max_level and c2.scale == pytest.approx(a.scale * b.scale)
+    _check(z * w, _dec(c2, ctx, keys), 25.0, 21.7)
+    np.testing.assert_array_equal(np.asarray(ckks.rescale(c2, ctx).data), np.asarray(c.data))
+
+
+def test_mul_plaintext_and_constants(env, rng):
+    ctx, keys = env
+    z, w = _cplx(rng, 2048), _cplx(rng, 2048)
+    a = _enc(z, ctx, keys, 7)
+    _check(z * w, _dec(ckks.mul(a, ckks.encode(w, ctx), ctx), ctx, keys), 25.3, 22.0)  # 26.8 / 24.4
+    for c in (0.3, -1.7, 0.25 + 0.5j):
+        out = ckks.mul(a, c, ctx)
+        assert out.scale == pytest.approx(ctx.params.default_scale(out.level), rel=1e-12)
+        _check(z * c, _dec(out, ctx, keys), 24.6, 21.4)  # measured >= 25.6 / 23.4
+    out = ckks.mul(a, 3, ctx, rescale=False)  # integers: exact, no level
+    assert out.level == a.level and out.scale == a.scale
+    _check(3 * z, _dec(out, ctx, keys), 23.8, 20.6)  # measured 24.8 / 22.6
+    _check(1j * z, _dec(ckks.mul_i(a, ctx), ctx, keys), 25.4, 22.2)
+
+
+def test_depth_chain_to_level_0(env, rng):
+    """x <- x * y until level 0, y fresh at the top level (re-aligned every time)."""
+    ctx, keys = env
+    p = ctx.params
+    z, w = _unit(rng, 2048), _unit(rng, 2048)
+    x, y = _enc(z, ctx, keys, 8, secret=True), _enc(w, ctx, keys, 9, secret=True)
+    ref = z
+    measured = []
+    for _ in range(p.max_level):
+        x = ckks.mul(x, y, ctx, keys.evaluation)
+        ref = ref * w
+        measured.append(ckks.precision(ref, _dec(x, ctx, keys)).mean_bits)
+        assert x.scale == pytest.approx(p.default_scale(x.level), rel=2.0**-36)
+    assert x.level == 0
+    # measured 30.5 29.8 29.4 29.0 28.7 28.6 (levels 5..0): ~2^-31.5 per rescale/level-down
+    assert min(measured) >= 27.6 and measured[0] >= 29.5
+
+
+def test_plain_chain_one_prime_per_level(single, put, rng):
+    ctx, keys = put(single)
+    p = ctx.params
+    z, w = _unit(rng, 1024), _unit(rng, 1024)
+    x, y = _enc(z, ctx, keys, 10), _enc(w, ctx, keys, 11)
+    _check(z, _dec(x, ctx, keys), 17.0, 13.5)  # measured 17.9 / 15.4 (scale 2^30, h = 64)
+    ref = z
+    for _ in range(p.max_level):
+        x, ref = ckks.mul(x, y, ctx, keys.evaluation), ref * w
+        assert len(p.dropped(x.level + 1)) == 1
+    assert x.level == 0
+    _check(ref, _dec(x, ctx, keys), 14.9, 11.4)  # measured 15.9 / 13.4
+    _check(np.roll(z, 3), _dec(ckks.rotate(_enc(z, ctx, keys, 12), -3, ctx, keys.evaluation), ctx, keys),
+           17.0, 13.5)
+
+
+# -- levels and alignment ------------------------------------------------------------------------
+
+def test_level_down_and_alignment(env, rng):
+    ctx, keys = env
+    p = ctx.params
+    z, w = _cplx(rng, 2048), _cplx(rng, 2048)
+    a = _enc(z, ctx, keys, 13, secret=True)
+    for level in range(p.max_level):
+        d = ckks.level_down(a, ctx, level)
+        assert d.level == level and ckks.scales_match(d.scale, a.scale, p)
+        _check(z, _dec(d, ctx, keys), 28.3, 24.7)  # measured >= 29.3 / 26.7 (level 1)
+        d = ckks.level_down(a, ctx, level, scale=p.default_scale(level))
+        assert ckks.scales_match(d.scale, p.default_scale(level), p)
+        _check(z, _dec(d, ctx, keys), 28.3, 24.7)
+    # level 6 -> 4 drops limbs only (a subset, same scale); 6 -> 5 needs a rescale (not a subset)
+    assert p.is_subset(4, 6) and not p.is_subset(5, 6)
+    assert ckks.level_down(a, ctx, 4).scale == a.scale
+    assert ckks.level_down(a, ctx, 5).scale != a.scale
+    # add / mul of operands at different levels and scales
+    b = _enc(w, ctx, keys, 14, secret=True, level=2)
+    _check(z + w, _dec(ckks.add(a, b, ctx), ctx, keys), 29.3, 26.0)  # measured 30.3 / 28.0
+    _check(z * w, _dec(ckks.mul(a, b, ctx, keys.evaluation), ctx, keys), 29.0, 25.3)  # 30.0 / 27.3
+    # at one level, a scale 2^40 and a scale ~2^80 ciphertext: integer-multiplied to match
+    sq = ckks.mul(a, a, ctx, keys.evaluation, rescale=False)
+    _check(z * z + z, _dec(ckks.add(sq, a, ctx), ctx, keys), 30.7, 27.4)  # 31.7 / 29.4
+
+
+# -- rotations -----------------------------------------------------------------------------------
+
+def test_every_rotation_step_and_conjugation(env, rng):
+    ctx, keys = env
+    z = _cplx(rng, 2048)
+    a = _enc(z, ctx, keys, 15, secret=True)
+    for step in STEPS:
+        _check(np.roll(z, -step), _dec(ckks.rotate(a, step, ctx, keys.evaluation), ctx, keys),
+               29.2, 25.4)  # measured >= 30.2 / 27.4 (key-switch rounding u0 + u1 s)
+    _check(np.conj(z), _dec(ckks.conjugate(a, ctx, keys.evaluation), ctx, keys), 29.2, 25.4)
+    low = ckks.level_down(a, ctx, 2)  # rotations at a lower level (fewer digits)
+    _check(np.roll(z, -7), _dec(ckks.rotate(low, 7, ctx, keys.evaluation), ctx, keys), 28.3, 25.0)
+
+
+def test_hoisted_rotations_equal_single_rotations(env, rng):
+    ctx, keys = env
+    z = _cplx(rng, (2, 2048))
+    a = _enc(z, ctx, keys, 16)
+    steps = [1, 0, 7, -5, 100]
+    outs = ckks.rotate_hoisted(a, steps, ctx, keys.evaluation)
+    for s, o in zip(steps, outs):
+        np.testing.assert_array_equal(np.asarray(o.data), np.asarray(ckks.rotate(a, s, ctx, keys.evaluation).data))
+        _check(np.roll(z, -s, axis=-1), _dec(o, ctx, keys), 25.3, 21.8)  # measured 26.4 / 23.8
+
+
+def test_sparse_slots_rotate(env, rng):
+    ctx, keys = env
+    z = _cplx(rng, 16)
+    a = _enc(z, ctx, keys, 17)
+    out = _dec(ckks.rotate(ckks.mul(a, a, ctx, keys.evaluation), 3, ctx, keys.evaluation), ctx, keys)
+    assert out.shape == (16,)
+    _check(np.roll(z * z, -3), out, 25.0, 22.0)  # measured 26.1 / 24.5
+
+
+# -- jit, vmap -----------------------------------------------------------------------------------
+
+def _circuit(a, b, ctx, evk):
+    c = ckks.add(ckks.mul(a, b, ctx, evk), a, ctx)
+    r = ckks.rotate_hoisted(c, [1, 2], ctx, evk)
+    return ckks.sub(ckks.mul(r[0], 0.5, ctx), ckks.conjugate(r[1], ctx, evk), ctx)
+
+
+def test_jit_equals_eager_and_vmap_equals_loop(env, rng):
+    ctx, keys = env
+    z, w = _cplx(rng, (3, 64)), _cplx(rng, (3, 64))
+    a, b = _enc(z, ctx, keys, 18), _enc(w, ctx, keys, 19)
+    evk = keys.evaluation
+    jitted = jax.jit(_circuit)(a, b, ctx, evk)
+    eager = _circuit(a, b, ctx, evk)
+    np.testing.assert_array_equal(np.asarray(jitted.data), np.asarray(eager.data))
+    vm = jax.vmap(_circuit, in_axes=(0, 0, None, None))(a, b, ctx, evk)
+    one = lambda x, i: ckks.Ciphertext(data=x.data[i], level=x.level, scale=x.scale,  # noqa: E731
+                                       slots=x.slots, params=x.params)
+    for i in range(3):
+        np.testing.assert_array_equal(np.asarray(vm.data[i]),
+                                      np.asarray(jax.jit(_circuit)(one(a, i), one(b, i), ctx, evk).data))
+    y = z * w + z
+    want = 0.5 * np.roll(y, -1, axis=-1) - np.conj(np.roll(y, -2, axis=-1))
+    _check(want, _dec(jitted, ctx, keys), 24.0, 21.0)  # measured 25.7 / 23.8
+
+
+# -- bad inputs ----------------------------------------------------------------------------------
+
+def test_bad_inputs_raise(env, single, rng):
+    ctx, keys = env
+    ctx2, keys2 = single
+    evk = keys.evaluation
+    z = _cplx(rng, 64)
+    a = _enc(z, ctx, keys, 20)
+    other = _enc(z[:32], ctx2, keys2, 21)
+    with pytest.raises(ValueError, match="toy-N11-single.*context for 'toy-N12'"):
+        ckks.add(a, other, ctx)
+    with pytest.raises(ValueError, match="keys are for"):
+        ckks.mul(a, a, ctx, keys2.evaluation)
+    with pytest.raises(ValueError, match="same parameter set"):
+        ckks.encrypt(ckks.encode(z, ctx), ctx, keys2.public)
+    with pytest.raises(ValueError, match="no rotation key for step 4"):
+        ckks.rotate(a, 4, ctx, evk)
+    with pytest.raises(ValueError, match="no rotation key for step 4"):
+        ckks.rotate_hoisted(a, [1, 4], ctx, evk)
+    with pytest.raises(ValueError, match="no conjugation key"):
+        ckks.conjugate(other, ctx2, ckks.keygen(ctx2, HostRandom.insecure_deterministic(1)).evaluation)
+    with pytest.raises(ValueError, match="relinearization key"):
+        ckks.mul(a, a, ctx)
+    with pytest.raises(ValueError, match="different slot counts"):
+        ckks.add(a, _enc(z[:32], ctx, keys, 22), ctx)
+    bad = ckks.Ciphertext(data=a.data[..., :5, :], level=a.level, scale=a.scale, slots=a.slots, params=a.params)
+    with pytest.raises(ValueError, match=r"expected \[\.\.\., 2, 10, 4096\] for level 6"):
+        ckks.add(bad, a, ctx)
+    with pytest.raises(TypeError, match="uint32"):
+        ckks.neg(ckks.Ciphertext(data=np.zeros((2, 10, 4096), np.int32), level=6, scale=a.scale,
+                                 slots=64, params=a.params), ctx)
+    with pytest.raises(TypeError, match="CKKSContext"):
+        ckks.add(a, a, keys)
+    with pytest.raises(TypeError, match="cannot add"):
+        ckks.add(a, "x", ctx)
+    with pytest.raises(ValueError, match="level 0"):
+        ckks.rescale(ckks.level_down(a, ctx, 0), ctx)
+    with pytest.raises(ValueError, match="above the ciphertext's level"):
+        ckks.level_down(ckks.level_down(a, ctx, 1), ctx, 3)
+    # a plaintext at a level whose primes do not contain the ciphertext's (levels 1 and 2)
+    with pytest.raises(ValueError, match="not a superset"):
+        ckks.add(ckks.level_down(a, ctx, 1), ckks.encode(z, ctx, level=2, scale=a.scale), ctx)
+    with pytest.raises(ValueError, match="plaintext scale"):
+        ckks.add(a, ckks.encode(z, ctx, scale=2.0**30), ctx)
+    with pytest.raises(ValueError, match="incompatible scales"):
+        ckks.add(a, _enc(z, ctx, keys, 23, scale=2.0**41), ctx)  # one level, scales 2^40 and 2^41
+    with pytest.raises(ValueError, match="slot count"):
+        ckks.encode(np.zeros(3), ctx)
+    with pytest.raises(TypeError, match="HostRandom"):
+        ckks.keygen(ctx, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="rotation step must be an int"):
+        ckks.rotate(a, 1.0, ctx, evk)
