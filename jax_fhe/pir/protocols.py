@@ -462,6 +462,8 @@ def _check_tables(params, tables, what):
 
 def _indices(params, indices) -> np.ndarray:
     arr = np.asarray(indices)
+    if arr.size == 0:
+        raise ValueError("client_query: indices must be an int or a non-empty 1-D sequence, got none")
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(f"client_query: indices must be integers, got dtype {arr.dtype}")
     arr = np.atleast_1d(arr).astype(np.int64)

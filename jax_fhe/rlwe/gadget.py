@@ -96,6 +96,9 @@ def make_gadget(primes: Sequence[int], base_log: int, length: int) -> Gadget:
     base_log, length = int(base_log), int(length)
     if not 1 <= base_log <= 30 or length < 1:
         raise ValueError(f"make_gadget: need 1 <= base_log <= 30 and length >= 1, got {base_log}, {length}")
+    if 1 << (base_log - 1) >= min(primes):
+        raise ValueError(f"make_gadget: digits up to 2^{base_log - 1} must be below the smallest prime "
+                         f"{min(primes)} (use a smaller base)")
     big_q = math.prod(primes)
     if base_log * length < big_q.bit_length() + 1:
         raise ValueError(f"make_gadget: base 2^{base_log} x length {length} covers {base_log * length} "
