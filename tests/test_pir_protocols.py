@@ -138,7 +138,7 @@ def test_hybrid_noise_per_stage(device, put):
     want = np.zeros((1, 3, rp.n), dtype=object)
     want[0, :, 0] = np.asarray(secret.s)[0, pick].astype(object) * rp.delta
     e_exp = ring.noise_log2(ring.phase_int(key, expanded[:, pick], tables) - want)
-    assert e_exp < 39, e_exp                     # measured 2^36.5
+    assert e_exp < 39, e_exp                     # measured 2^35.2 (2^36.9 over 20 leaves)
     # packing: plaintext = LWE phase vector mod 2^18 (recomputed from the DB and A)
     a = pr.public_matrix(params.a_seed, params.cols, params.lwe.n)
     r18 = lambda x: ((np.asarray(x).astype(np.int64) + (1 << 13)) >> 14) % (1 << 18)  # noqa: E731
@@ -146,16 +146,16 @@ def test_hybrid_noise_per_stage(device, put):
     val = (r18(y) + (h18 @ np.asarray(secret.s).T.astype(np.int64)).T) % (1 << 18)   # [1, rows]
     val = val.reshape(1, params.blocks, rp.n)
     e_pack = ring.noise_log2(_phase_err(key, packed, tables, val))
-    assert e_pack < 63, e_pack                   # measured 2^59.6; Delta / 4 = 2^67
+    assert e_pack < 63, e_pack                   # measured 2^59.8; Delta / 4 = 2^67
     e_fold = ring.noise_log2(_phase_err(key, folded, tables, val[:, 2:3]))
-    assert e_fold < 64, e_fold                   # measured 2^59.8 after 2 CMUX levels
+    assert e_fold < 64, e_fold                   # measured 2^59.75 after 2 CMUX levels
     # mod switch to q_0: noise vs Delta_0 = 2047
     sw = ring.mod_switch(folded, tables)
     ph0 = np.asarray(ring.phase_switched(key, sw, tables)).astype(np.int64)
     q0 = rp.primes[0]
     err0 = (ph0 - val[:, 2:3] * rp.delta0 - val[:, 2:3] // rp.p) % q0
     err0 = np.where(err0 > q0 // 2, err0 - q0, err0)
-    assert np.abs(err0).max() < rp.delta0 // 4, np.abs(err0).max()    # measured 46
+    assert np.abs(err0).max() < rp.delta0 // 4, np.abs(err0).max()    # measured 156 (std ~40)
     np.testing.assert_array_equal(pr.decode(keys, tables, secret, pr.Answer(ct=sw, params=params)), recs[idx])
 
 

@@ -381,9 +381,26 @@ def first_fold(server: Server, query: Query) -> jax.Array:
     return db_gemm(server.db, query.b.T).T
 
 
+#: Queries expanded (and double-packing second stages run) together; larger batches are
+#: processed STREAM at a time with lax.map, bounding the memory of these stages to O(STREAM)
+#: queries (VIPIR §4.4's stream-wise buffering). The shared-hint packing GEMM stays batched.
+STREAM = 8
+
+
+def _streamed(fn, args, bsz):
+    c = math.gcd(bsz, STREAM)
+    if c == bsz:
+        return fn(*args)
+    chunked = jax.tree.map(lambda x: x.reshape((bsz // c, c) + x.shape[1:]), args)
+    out = lax.map(lambda a: fn(*a), chunked)
+    return jax.tree.map(lambda x: x.reshape((bsz,) + x.shape[2:]), out)
+
+
 def expand_query(server: Server, keys: PublicKeys, query: Query) -> jax.Array:
     """Expansion of ct_ExpPack: uint32[B, n + selector slots, 2, L, N] (NTT domain)."""
-    return ep.expand(query.ct, keys.expansion, server.tables, server.params.expansion_count)
+    count = server.params.expansion_count
+    return _streamed(lambda ct: ep.expand(ct, keys.expansion, server.tables, count), (query.ct,),
+                     query.ct.shape[0])
 
 
 def pack_first(server: Server, expanded: jax.Array, y: jax.Array) -> jax.Array:
@@ -407,7 +424,7 @@ def hybrid_fold(server: Server, keys: PublicKeys, expanded: jax.Array, packed: j
     return cts
 
 
-def double_second(server: Server, expanded: jax.Array, switched: jax.Array, query: Query) -> jax.Array:
+def double_second(server: Server, expanded: jax.Array, switched: jax.Array, b2: jax.Array) -> jax.Array:
     """(4) -> (1) -> (3): reinterpret the q_0 ciphertexts uint32[B, blocks, 2, N] as bytes, fold
     with the second LWE query, pack into 8 RLWE ciphertexts: uint32[B, 8, 2, L, N]."""
     params, t = server.params, server.tables
@@ -416,7 +433,7 @@ def double_second(server: Server, expanded: jax.Array, switched: jax.Array, quer
     raw = lax.bitcast_convert_type(lax.bitcast_convert_type(switched, jnp.uint8), jnp.int8)
     mat = raw.reshape(bsz, params.blocks, 8 * n).transpose(0, 2, 1)          # [B, 8N, blocks]
     a2 = public_matrix(params.a2_seed, params.blocks, nl)
-    lwe_cts = jax.vmap(lambda m, b2: db_gemm(m, jnp.concatenate([a2, b2[:, None]], axis=1)))(mat, query.b2)
+    lwe_cts = jax.vmap(lambda m, q2: db_gemm(m, jnp.concatenate([a2, q2[:, None]], axis=1)))(mat, b2)
     planes = jax.vmap(lambda a: ep.hint_planes(a, t))(lwe_cts[..., :nl])     # [B, N, L, 32, n]
     return ep.pack(planes, expanded[:, :nl], lwe_cts[..., nl], t)
 
@@ -439,9 +456,12 @@ def after_first_fold(server: Server, keys: PublicKeys, query: Query, y: jax.Arra
     expanded = expand_query(server, keys, query)
     packed = pack_first(server, expanded, y)
     if params.protocol == "hybrid":
-        packed = hybrid_fold(server, keys, expanded, packed)
+        packed = _streamed(lambda e, pk: hybrid_fold(server, keys, e, pk), (expanded, packed),
+                           packed.shape[0])
     if params.protocol == "double":
-        packed = double_second(server, expanded, rg.mod_switch(packed, server.tables), query)
+        switched = rg.mod_switch(packed, server.tables)
+        packed = _streamed(lambda e, sw, b2: double_second(server, e, sw, b2),
+                           (expanded, switched, query.b2), switched.shape[0])
     return Answer(ct=rg.mod_switch(packed, server.tables), params=params)
 
 

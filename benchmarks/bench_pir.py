@@ -1,0 +1,114 @@
+"""Server online latency and throughput of VIPIR's protocols (hybrid, ExpPack(S), double-packing).
+
+    python benchmarks/bench_pir.py --gib 1 4 16 --batches 1 32 --out pir.json      # GPU
+    python benchmarks/bench_pir.py --quick                                         # CPU smoke run
+
+For each protocol, DB size (the paper's layouts: hybrid/double D / D_0 = 2^20, ExpPack(S)
+D_0 = sqrt(D)) and batch, the full jitted ``answer`` is timed (median of --reps after warm-up):
+latency (ms), QPS = B / latency, the DB GEMM alone (first fold) and its share, the DB GEMM's
+int8 tensor-core utilisation (4 planes x 2 x rows x D_0 x B ops over --int8-ops), and the
+ratio of the latency to the HBM floor (DB + hint planes read once, over --bandwidth).
+Peak device memory comes from ``memory_stats()`` where the backend reports it.
+Targets (issue #3, H100): hybrid 16 GiB batch 1 <= 25 ms; batch 32 at 16 GiB > 219.6 QPS.
+The DB is random bytes generated on the device (never zeros); the hint is computed for it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_fhe.lwe import LWE_TOY
+from jax_fhe.pir import protocols as pr
+from jax_fhe.pir import ring
+from jax_fhe.rns import HostRandom
+
+
+def bench(fn, args, reps):
+    jax.block_until_ready(fn(*args))  # compile + warm up
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def peak_bytes():
+    stats = jax.devices()[0].memory_stats() or {}
+    return stats.get("peak_bytes_in_use")
+
+
+def build_server(params, tables, seed):
+    words = jax.random.bits(jax.random.key(seed), (params.rows, params.cols // 4), jnp.uint32)
+    db = jax.lax.bitcast_convert_type(words, jnp.int8).reshape(params.rows, params.cols)
+    del words
+    planes = pr.compute_hint(params, db, tables, progress=False)
+    return pr.Server(db=db, planes=planes, tables=tables, params=params)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gib", type=float, nargs="+", default=[1, 4, 16])
+    ap.add_argument("--protocols", nargs="+", default=["hybrid", "exppack", "double"], choices=pr.PROTOCOLS)
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 32])
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--bandwidth", type=float, default=3.0e12, help="HBM bytes/s (H100 copy rate)")
+    ap.add_argument("--int8-ops", type=float, default=890e12, help="int8 tensor-core ops/s")
+    ap.add_argument("--quick", action="store_true", help="tiny insecure toy instances (CPU smoke run)")
+    ap.add_argument("--out", default=None, help="write the rows as JSON here")
+    a = ap.parse_args()
+    rng = HostRandom.insecure_deterministic(1)
+    if a.quick:
+        rp, configs, a.batches, a.reps = ring.RING_TOY, [], [1, 2], 2
+        for proto in a.protocols:
+            configs.append((proto, None, pr.make_params(proto, blocks=4, cols=64, lwe=LWE_TOY, ring=rp, rng=rng)))
+    else:
+        rp = ring.RING_N4096
+        configs = [(proto, g, pr.paper_params(proto, g, rng=rng)) for g in a.gib for proto in a.protocols]
+    tables = ring.make_tables(rp)
+    dev = jax.devices()[0]
+    print(f"device: {dev.device_kind} ({dev.platform}); jax {jax.__version__}")
+    head = (f"{'protocol':>8} {'DB':>8} {'B':>3} {'ms':>9} {'QPS':>8} {'gemm ms':>8} {'gemm%':>6} "
+            f"{'TC util':>7} {'floor ms':>8} {'ratio':>6} {'peak GiB':>8}")
+    print(head)
+    rows = []
+    for proto, gib, params in configs:
+        server = build_server(params, tables, 7)
+        keys = pr.client_keygen(params, tables, rng)
+        pub = jax.device_put(keys.public)
+        for b in a.batches:
+            idx = [int(i) for i in rng.uint64((b,)) % np.uint64(params.num_records)]
+            query, _ = pr.client_query(keys, tables, idx, rng)
+            query = jax.device_put(query)
+            t = bench(lambda s, k, q: pr.answer(s, k, q).ct, (server, pub, query), a.reps)
+            fold = jax.jit(pr.first_fold)
+            tg = bench(fold, (server, query), a.reps)
+            gemm_ops = 4 * 2 * params.rows * params.cols * b
+            hbm = params.db_bytes + server.planes.size
+            floor = max(hbm / a.bandwidth, gemm_ops / a.int8_ops)
+            peak = peak_bytes()
+            row = dict(protocol=proto, db_bytes=params.db_bytes, blocks=params.blocks, cols=params.cols,
+                       batch=b, ms=t * 1e3, qps=b / t, gemm_ms=tg * 1e3, gemm_share=tg / t,
+                       tensor_core_util=gemm_ops / tg / a.int8_ops, floor_ms=floor * 1e3,
+                       floor_ratio=t / floor, peak_bytes=peak, comm=params.communication(),
+                       device=dev.device_kind)
+            rows.append(row)
+            size = f"{params.db_bytes / 2**30:.3g}G" if params.db_bytes >= 1 << 28 else f"{params.db_bytes >> 10}K"
+            pk = f"{peak / 2**30:.1f}" if peak else "n/a"
+            print(f"{proto:>8} {size:>8} {b:>3} {t * 1e3:>9.2f} {b / t:>8.1f} {tg * 1e3:>8.2f} "
+                  f"{100 * tg / t:>5.1f}% {100 * row['tensor_core_util']:>6.1f}% {floor * 1e3:>8.2f} "
+                  f"{t / floor:>6.2f} {pk:>8}")
+        del server
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(rows, f, indent=1)
+        print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
