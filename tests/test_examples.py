@@ -8,7 +8,7 @@ import pytest
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
-@pytest.mark.parametrize("script", ["ntt_polymul.py"])
+@pytest.mark.parametrize("script", ["ntt_polymul.py", "pir_lookup.py"])
 def test_example_runs(script):
     out = subprocess.run([sys.executable, str(EXAMPLES / script)], capture_output=True, text=True,
                          timeout=300, cwd=EXAMPLES.parent / "tests")
