@@ -3,13 +3,15 @@
 Layers (each imports only from the layers listed before it):
   jax_fhe.rns  - primes, RNS contexts and tables (built on the host with exact integers)
   jax_fhe.ops  - kernel primitives: NTT/INTT, base conversion, automorphisms, modular ops
+  jax_fhe.rlwe - the lattice layer: hybrid key switching (ModUp, key inner product, ModDown)
+  jax_fhe.ckks - CKKS: parameter sets (rational rescaling), encoder, keys, evaluator, rotations
   jax_fhe.lwe  - LWE (q = 2^32) for PIR: keys, encryption, modulus switching, noise
   jax_fhe.pir  - PIR: the int8 tensor-core DB GEMM, SimplePIR
 """
 from . import _ffi  # registers the FFI targets  # noqa: F401
-from . import lwe, ops, pir, rns
+from . import ckks, lwe, ops, pir, rlwe, rns
 from ._ffi import built_with_cuda, gpu_available
 
 __version__ = "0.1.0"
 
-__all__ = ["built_with_cuda", "gpu_available", "lwe", "ops", "pir", "rns", "__version__"]
+__all__ = ["built_with_cuda", "ckks", "gpu_available", "lwe", "ops", "pir", "rlwe", "rns", "__version__"]
