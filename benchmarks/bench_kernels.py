@@ -82,6 +82,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer configurations (CPU smoke run)")
     ap.add_argument("--kernels", default="ntt,bconv", help="comma-separated subset of ntt,bconv")
     ap.add_argument("--width", default="30", choices=["30", "31"], help="NTT prime width in bits")
+    ap.add_argument("--limbs", default=None, help="comma-separated NTT limb counts (default 1,12,24,48)")
+    ap.add_argument("--batches", default=None, help="comma-separated batch sizes (default 1,4,16 on GPU)")
+    ap.add_argument("--bconv-out", default=None, help="comma-separated BConv output limb counts (default 12,24,48)")
     args = ap.parse_args()
 
     device = jax.devices(args.backend)[0] if args.backend else jax.devices()[0]
@@ -95,6 +98,9 @@ def main() -> None:
     batches = [1, 4, 16] if is_gpu and not args.quick else [1, 2]
     if args.quick:
         limbs = [1, 12]
+    ints = lambda text: [int(v) for v in text.split(",")]  # noqa: E731
+    limbs = ints(args.limbs) if args.limbs else limbs
+    batches = ints(args.batches) if args.batches else batches
     # 30-bit primes (< 2^30: the kernels' lazy mode) as CKKS ciphertext primes, and 31-bit
     # primes (the canonical mode) as key-switching primes
     width = int(args.width)
@@ -119,6 +125,8 @@ def main() -> None:
                       f"  {100 * nbytes / t / bw:5.1f}% of copy", flush=True)
 
     bconv_cases = [(12, 12), (12, 24), (12, 48)] if not args.quick else [(12, 12)]
+    if args.bconv_out:
+        bconv_cases = [(12, lout) for lout in ints(args.bconv_out)]
     for width in ((30, 31) if "bconv" in args.kernels else ()):
         for lin, lout in bconv_cases:
             src = rns.ntt_primes(width, lin, N)

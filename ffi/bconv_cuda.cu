@@ -39,30 +39,57 @@ struct VecIO<2> {
     *reinterpret_cast<uint2*>(p) = make_uint2(v[0], v[1]);
   }
 };
+template <>
+struct VecIO<4> {
+  static __device__ __forceinline__ void load(const uint32_t* p, uint32_t (&v)[4]) {
+    uint4 t = *reinterpret_cast<const uint4*>(p);
+    v[0] = t.x;
+    v[1] = t.y;
+    v[2] = t.z;
+    v[3] = t.w;
+  }
+  static __device__ __forceinline__ void store(uint32_t* p, const uint32_t (&v)[4]) {
+    *reinterpret_cast<uint4*>(p) = make_uint4(v[0], v[1], v[2], v[3]);
+  }
+};
 
+// acc + a * b with one 32x32 -> 64-bit multiply-add (IMAD.WIDE.U32).
+__device__ __forceinline__ uint64_t mad_wide(uint32_t a, uint32_t b, uint64_t acc) {
+  uint64_t d;
+  asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(d) : "r"(a), "r"(b), "l"(acc));
+  return d;
+}
+
+// KMAX: the input-limb count rounded up to a multiple of 4. Inputs beyond Lin are zero and the
+// table rows are zero-padded in shared memory, so the multiply-accumulate loop has a
+// compile-time trip count and no branches.
 template <int KMAX, int VEC, bool FOLD>
 __global__ void __launch_bounds__(kThreads)
     bconv_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, int lin, int lout,
                  int n, int out_per_block, int fold_every, const uint32_t* __restrict__ in_c,
                  const uint32_t* __restrict__ mat, const uint32_t* __restrict__ out_c) {
-  extern __shared__ uint32_t sm[];
+  static_assert(KMAX % 4 == 0, "table rows are read as 16-byte vectors");
+  extern __shared__ uint4 sm4[];
   const int o0 = blockIdx.z * out_per_block;
   const int on = min(out_per_block, lout - o0);
-  uint32_t* sT = sm;                        // [on][lin]
-  uint32_t* sOut = sT + out_per_block * lin;  // [4][on]
-  for (int k = threadIdx.x; k < on * lin; k += blockDim.x) sT[k] = mat[o0 * lin + k];
-  for (int k = threadIdx.x; k < on; k += blockDim.x) {
-#pragma unroll
-    for (int r = 0; r < 4; ++r) sOut[r * out_per_block + k] = out_c[r * lout + o0 + k];
+  uint32_t* sT = reinterpret_cast<uint32_t*>(sm4);  // [on][KMAX], zero-padded
+  uint4* sOut = sm4 + out_per_block * KMAX / 4;     // [on]: p, r32, r32_shoup, one_shoup
+  for (int k = threadIdx.x; k < on * KMAX; k += blockDim.x) {
+    const int i = k / KMAX, j = k % KMAX;
+    sT[k] = j < lin ? mat[(o0 + i) * lin + j] : 0u;
   }
+  for (int k = threadIdx.x; k < on; k += blockDim.x)
+    sOut[k] = make_uint4(out_c[o0 + k], out_c[lout + o0 + k], out_c[2 * lout + o0 + k],
+                         out_c[3 * lout + o0 + k]);
   __syncthreads();
 
-  const int64_t c = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) * VEC;
+  const int c = (blockIdx.x * kThreads + threadIdx.x) * VEC;
   if (c >= n) return;
   const int64_t b = blockIdx.y;
   const uint32_t* xb = x + b * lin * n + c;
-  uint32_t* yb = y + b * lout * n + c;
+  uint32_t* yb = y + (b * lout + o0) * n + c;
 
+  // pre-multiply the inputs by (Q/q_j)^-1 mod q_j
   uint32_t v[KMAX][VEC];
 #pragma unroll
   for (int j = 0; j < KMAX; ++j) {
@@ -71,22 +98,28 @@ __global__ void __launch_bounds__(kThreads)
       const uint32_t q = __ldg(in_c + j), w = __ldg(in_c + lin + j), ws = __ldg(in_c + 2 * lin + j);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) v[j][e] = mul_shoup(v[j][e], w, ws, q);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) v[j][e] = 0;
     }
   }
+  const uint4* sT4 = reinterpret_cast<const uint4*>(sT);
   for (int i = 0; i < on; ++i) {
-    const Reduce64 red{sOut[i], sOut[out_per_block + i], sOut[2 * out_per_block + i],
-                       sOut[3 * out_per_block + i]};
-    const uint32_t* Ti = sT + i * lin;
+    const uint4 rc = sOut[i];
+    const Reduce64 red{rc.x, rc.y, rc.z, rc.w};
     uint64_t acc[VEC];
 #pragma unroll
     for (int e = 0; e < VEC; ++e) acc[e] = 0;
 #pragma unroll
-    for (int j = 0; j < KMAX; ++j) {
-      if (j < lin) {
-        const uint64_t t = Ti[j];
+    for (int j4 = 0; j4 < KMAX / 4; ++j4) {
+      const uint4 t4 = sT4[i * (KMAX / 4) + j4];
+      const uint32_t t[4] = {t4.x, t4.y, t4.z, t4.w};
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[e] += t * v[j][e];
-        if (FOLD && (j + 1) % fold_every == 0 && j + 1 < lin) {
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = 4 * j4 + jj;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] = mad_wide(t[jj], v[j][e], acc[e]);
+        if (FOLD && (j + 1) % fold_every == 0) {
 #pragma unroll
           for (int e = 0; e < VEC; ++e) acc[e] = reduce64(acc[e], red);
         }
@@ -95,7 +128,7 @@ __global__ void __launch_bounds__(kThreads)
     uint32_t out[VEC];
 #pragma unroll
     for (int e = 0; e < VEC; ++e) out[e] = reduce64(acc[e], red);
-    VecIO<VEC>::store(yb + static_cast<int64_t>(o0 + i) * n, out);
+    VecIO<VEC>::store(yb + static_cast<int64_t>(i) * n, out);
   }
 }
 
@@ -118,9 +151,13 @@ void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
   const int tiles = (n + kThreads * VEC - 1) / (kThreads * VEC);
   const int64_t blocks_xy = static_cast<int64_t>(tiles) * s.batch;
   int splits = static_cast<int>(std::min<int64_t>(lout, std::max<int64_t>(1, (2 * sm_count() + blocks_xy - 1) / blocks_xy)));
+  // shared memory per output limb: its padded table row and four reduction constants; stay
+  // within the 48 KB a launch gets without opting in
+  const int max_per_block = (48 << 10) / static_cast<int>(sizeof(uint32_t) * (KMAX + 4));
+  splits = std::max(splits, (lout + max_per_block - 1) / max_per_block);
   const int per_block = (lout + splits - 1) / splits;
   splits = (lout + per_block - 1) / per_block;
-  const size_t smem = sizeof(uint32_t) * (per_block * lin + 4 * per_block);
+  const size_t smem = sizeof(uint32_t) * (per_block * KMAX + 4 * per_block);
   for (int64_t b0 = 0; b0 < s.batch; b0 += 65535) {
     const int64_t nb = std::min<int64_t>(65535, s.batch - b0);
     dim3 grid(tiles, static_cast<unsigned>(nb), splits);
@@ -149,10 +186,10 @@ ffi::Error BconvCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
     launcher(stream, s, fold, fe, x.typed_data(), y->typed_data(), in_consts.typed_data(),
              mat.typed_data(), out_consts.typed_data());
   };
-  if (s.lin <= 4) args(launch<4, 2>);
-  else if (s.lin <= 8) args(launch<8, 2>);
-  else if (s.lin <= 12) args(launch<12, 2>);
-  else if (s.lin <= 16) args(launch<16, 2>);
+  if (s.lin <= 4) args(launch<4, 4>);
+  else if (s.lin <= 8) args(launch<8, 4>);
+  else if (s.lin <= 12) args(launch<12, 4>);
+  else if (s.lin <= 16) args(launch<16, 4>);
   else if (s.lin <= 24) args(launch<24, 2>);
   else if (s.lin <= 32) args(launch<32, 1>);
   else if (s.lin <= 48) args(launch<48, 1>);

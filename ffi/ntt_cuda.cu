@@ -3,7 +3,7 @@
 // N = n1 * N2 is viewed as an n1 x N2 row-major matrix (n1 = 2^K1 rows, N2 = 2^K2 columns,
 // K1 = floor(log N / 2)). The first K1 Cooley-Tukey stages only pair elements of the same
 // column, the last K2 stages only elements of the same row, so the transform is two kernels:
-//   phase 1 ("columns"): a block loads kCols columns (n1 x kCols tile), runs stages 0..K1-1;
+//   phase 1 ("columns"): a block loads a few columns (an n1 x 16 or n1 x 8 tile), runs stages 0..K1-1;
 //   phase 2 ("rows"):    a block loads RPB whole rows, runs stages K1..logN-1.
 // The inverse runs the mirror image (rows first, then columns, then the N^-1 scaling).
 //
@@ -18,10 +18,14 @@
 // (forward) or [0, 2q) (inverse), which removes most conditional subtractions; outputs are
 // reduced to [0, q) on the final store, so both modes give the same bits.
 //
-// Memory traffic: the two phases would move every byte through HBM twice. The handler
-// therefore processes the flattened [P = batch * L] polynomials in chunks small enough that the
-// phase-1 output is still in L2 when phase 2 reads it back and overwrites it in place, so HBM
-// sees (close to) one read of the input and one write of the output.
+// Batches: a thread runs the same positions of P polynomials that share one prime (the same
+// limb of P consecutive batch entries), so each twiddle it loads and each index it computes
+// serves P butterflies, and the P independent chains give the scheduler instruction-level
+// parallelism. P is 4, 2 or 1 (the largest that divides the batch).
+//
+// Memory traffic: the two phases move every byte through HBM twice unless the phase-1 output
+// is still in L2 when phase 2 reads it. The handler can process the flattened polynomials in
+// L2-sized chunks (see chunk_polys); by default it does not, which measured faster (below).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -36,7 +40,6 @@ namespace jax_fhe {
 namespace {
 
 constexpr int R = 8;        // elements per thread
-constexpr int kCols = 16;   // columns per phase-1 block (16 x 4 B = one 64 B segment per row)
 
 struct Tables {
   const int32_t* rows;
@@ -53,8 +56,10 @@ struct Tables {
   int limb0;
   int limb_count;
   int64_t batch0;
-  __device__ __forceinline__ int64_t poly() const {
-    const int64_t b = batch0 + blockIdx.y / limb_count;
+  // first of the block's P polynomials; the others follow at a stride of `limbs` polynomials
+  template <int P>
+  __device__ __forceinline__ int64_t poly0() const {
+    const int64_t b = batch0 + static_cast<int64_t>(blockIdx.y / limb_count) * P;
     return b * limbs + limb0 + blockIdx.y % limb_count;
   }
 };
@@ -92,8 +97,8 @@ __device__ __forceinline__ Round<K> inverse_round(int rd) {
 // One round of butterflies on the thread's registers. For unit v (high = v / tau) at local
 // stage sigma = sig_lo + d, the group index u >> (K - sigma) equals (high << d) + (e >> (rho - d)),
 // so each distinct twiddle is loaded once per unit.
-template <int K, bool INVERSE, bool LAZY>
-__device__ __forceinline__ void compute_round(uint32_t (&x)[R], const Round<K>& rd, int tt,
+template <int K, int P, bool INVERSE, bool LAZY>
+__device__ __forceinline__ void compute_round(uint32_t (&x)[P][R], const Round<K>& rd, int tt,
                                               uint32_t W, const uint32_t* __restrict__ tw,
                                               const uint32_t* __restrict__ tws, uint32_t q) {
   const int span = 1 << rd.rho;
@@ -120,12 +125,15 @@ __device__ __forceinline__ void compute_round(uint32_t (&x)[R], const Round<K>& 
           if (ee >= (1 << (rd.rho - d))) break;
           const int e = (j << (rd.rho - d)) + ee;
           if (e & h) continue;
-          uint32_t& a = x[gi * span + e];
-          uint32_t& b = x[gi * span + e + h];
-          if (INVERSE) {
-            if (LAZY) gs_butterfly_lazy(a, b, w, ws, q); else gs_butterfly(a, b, w, ws, q);
-          } else {
-            if (LAZY) ct_butterfly_lazy(a, b, w, ws, q); else ct_butterfly(a, b, w, ws, q);
+#pragma unroll
+          for (int p = 0; p < P; ++p) {
+            uint32_t& a = x[p][gi * span + e];
+            uint32_t& b = x[p][gi * span + e + h];
+            if (INVERSE) {
+              if (LAZY) gs_butterfly_lazy(a, b, w, ws, q); else gs_butterfly(a, b, w, ws, q);
+            } else {
+              if (LAZY) ct_butterfly_lazy(a, b, w, ws, q); else ct_butterfly(a, b, w, ws, q);
+            }
           }
         }
       }
@@ -133,18 +141,19 @@ __device__ __forceinline__ void compute_round(uint32_t (&x)[R], const Round<K>& 
   }
 }
 
-// Run all rounds of a size-2^K sub-transform. LoadG/StoreG map a local index u to global
-// memory; Smem maps it to a shared-memory slot. The first round reads global memory and the
-// last writes it; between rounds data goes through shared memory. With CONTIG (rows), a round
-// whose units are 4 consecutive elements moves them as one 16-byte vector (LoadG4/StoreG4).
-template <int K, bool INVERSE, bool LAZY, bool CONTIG, typename LoadG, typename StoreG,
+// Run all rounds of a size-2^K sub-transform on P polynomials. LoadG/StoreG map (polynomial p,
+// local index u) to global memory; Smem maps them to a shared-memory slot. The first round
+// reads global memory and the last writes it; between rounds data goes through shared memory.
+// With CONTIG (rows), a round whose units are 4 consecutive elements moves them as one 16-byte
+// vector (LoadG4/StoreG4).
+template <int K, int P, bool INVERSE, bool LAZY, bool CONTIG, typename LoadG, typename StoreG,
           typename Smem, typename LoadG4, typename StoreG4>
 __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* tw,
                                            const uint32_t* tws, uint32_t q, uint32_t* smem,
                                            LoadG load_g, StoreG store_g, Smem sidx,
                                            LoadG4 load_g4, StoreG4 store_g4) {
   constexpr int kRounds = (K + 2) / 3;
-  uint32_t x[R];
+  uint32_t x[P][R];
   auto round_at = [](int rd) { return INVERSE ? inverse_round<K>(rd) : forward_round<K>(rd); };
   {
     const Round<K> r0 = round_at(0);
@@ -152,51 +161,79 @@ __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* t
     if (CONTIG && r0.tau() == 1 && span == 4) {
 #pragma unroll
       for (int g = 0; g < R / 4; ++g) {
-        const uint4 v = load_g4(r0.index(tt, g, 0));
-        x[4 * g] = v.x; x[4 * g + 1] = v.y; x[4 * g + 2] = v.z; x[4 * g + 3] = v.w;
+#pragma unroll
+        for (int p = 0; p < P; ++p) {
+          const uint4 v = load_g4(p, r0.index(tt, g, 0));
+          x[p][4 * g] = v.x; x[p][4 * g + 1] = v.y; x[p][4 * g + 2] = v.z; x[p][4 * g + 3] = v.w;
+        }
       }
     } else {
 #pragma unroll
-      for (int i = 0; i < R; ++i) x[i] = load_g(r0.index(tt, i / span, i % span));
+      for (int i = 0; i < R; ++i) {
+#pragma unroll
+        for (int p = 0; p < P; ++p) x[p][i] = load_g(p, r0.index(tt, i / span, i % span));
+      }
     }
   }
 #pragma unroll
   for (int rd = 0; rd < kRounds; ++rd) {
     const Round<K> cur = round_at(rd);
-    compute_round<K, INVERSE, LAZY>(x, cur, tt, W, tw, tws, q);
+    compute_round<K, P, INVERSE, LAZY>(x, cur, tt, W, tw, tws, q);
     const int span = 1 << cur.rho;
     if (rd + 1 < kRounds) {
 #pragma unroll
-      for (int i = 0; i < R; ++i) smem[sidx(cur.index(tt, i / span, i % span))] = x[i];
+      for (int i = 0; i < R; ++i) {
+#pragma unroll
+        for (int p = 0; p < P; ++p) smem[sidx(p, cur.index(tt, i / span, i % span))] = x[p][i];
+      }
       __syncthreads();
       const Round<K> nxt = round_at(rd + 1);
       const int nspan = 1 << nxt.rho;
 #pragma unroll
-      for (int i = 0; i < R; ++i) x[i] = smem[sidx(nxt.index(tt, i / nspan, i % nspan))];
+      for (int i = 0; i < R; ++i) {
+#pragma unroll
+        for (int p = 0; p < P; ++p) x[p][i] = smem[sidx(p, nxt.index(tt, i / nspan, i % nspan))];
+      }
       __syncthreads();
     } else if (CONTIG && cur.tau() == 1 && span == 4) {
 #pragma unroll
-      for (int g = 0; g < R / 4; ++g)
-        store_g4(cur.index(tt, g, 0), make_uint4(x[4 * g], x[4 * g + 1], x[4 * g + 2], x[4 * g + 3]));
+      for (int g = 0; g < R / 4; ++g) {
+#pragma unroll
+        for (int p = 0; p < P; ++p)
+          store_g4(p, cur.index(tt, g, 0),
+                   make_uint4(x[p][4 * g], x[p][4 * g + 1], x[p][4 * g + 2], x[p][4 * g + 3]));
+      }
     } else {
 #pragma unroll
-      for (int i = 0; i < R; ++i) store_g(cur.index(tt, i / span, i % span), x[i]);
+      for (int i = 0; i < R; ++i) {
+#pragma unroll
+        for (int p = 0; p < P; ++p) store_g(p, cur.index(tt, i / span, i % span), x[p][i]);
+      }
     }
   }
 }
 
+// Phase-1 tile width: kCols columns of n1 rows (one 64 B or 32 B segment per row); with P = 4
+// polynomials per thread the tile narrows so that the block's shared memory stays at 32 KB.
+template <int P>
+struct ColsPerBlock {
+  static constexpr int value = P <= 2 ? 16 : 8;
+};
+
 // Phase "columns": stages 0..K1-1 (forward) or their inverse, plus the N^-1 scaling.
-template <int K1, bool INVERSE, bool LAZY>
-__global__ void __launch_bounds__((1 << K1) / R * kCols)
+template <int K1, int P, bool INVERSE, bool LAZY>
+__global__ void __launch_bounds__((1 << K1) / R * ColsPerBlock<P>::value)
     ntt_columns_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                        Tables t) {
   constexpr int n1 = 1 << K1;
-  __shared__ uint32_t smem[n1 * kCols];
+  constexpr int kCols = ColsPerBlock<P>::value;
+  __shared__ uint32_t smem[P * n1 * kCols];
   const int n2 = (1 << t.log_n) >> K1;
-  const int64_t poly = t.poly();
+  const int64_t poly = t.poly0<P>();
   const int row = t.rows[poly % t.limbs];
   const uint32_t q = t.moduli[row];
   const int64_t N = int64_t{1} << t.log_n;
+  const int64_t stride = t.limbs * N;  // between the block's P polynomials
   const uint32_t* tw = t.tw + row * N;
   const uint32_t* tws = t.tw_shoup + row * N;
   const int c = threadIdx.x % kCols;
@@ -211,13 +248,15 @@ __global__ void __launch_bounds__((1 << K1) / R * kCols)
   }
   // forward phase 1 leaves lazy values for phase 2; the inverse ends here: scale by N^-1 and
   // reduce (the Shoup product accepts any 32-bit input)
-  run_rounds<K1, INVERSE, LAZY, false>(
-      tt, 1u, tw, tws, q, smem, [&](int u) { return s[static_cast<int64_t>(u) * n2]; },
-      [&](int u, uint32_t v) {
+  run_rounds<K1, P, INVERSE, LAZY, false>(
+      tt, 1u, tw, tws, q, smem,
+      [&](int p, int u) { return s[p * stride + static_cast<int64_t>(u) * n2]; },
+      [&](int p, int u, uint32_t v) {
         if (INVERSE) v = mul_shoup(v, scale, scale_s, q);
-        d[static_cast<int64_t>(u) * n2] = v;
+        d[p * stride + static_cast<int64_t>(u) * n2] = v;
       },
-      [&](int u) { return u * kCols + c; }, [](int) { return uint4{}; }, [](int, uint4) {});
+      [&](int p, int u) { return (p * n1 + u) * kCols + c; }, [](int, int) { return uint4{}; },
+      [](int, int, uint4) {});
 }
 
 // Phase "rows": stages K1..logN-1 (forward) or their inverse.
@@ -230,17 +269,18 @@ struct RowsGeometry {
   static constexpr int padded = n2 + n2 / 32;  // one pad word per 32 avoids bank conflicts
 };
 
-template <int K2, bool INVERSE, bool LAZY>
+template <int K2, int P, bool INVERSE, bool LAZY>
 __global__ void __launch_bounds__(RowsGeometry<K2>::threads)
     ntt_rows_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                     Tables t) {
   using G = RowsGeometry<K2>;
-  __shared__ uint32_t smem[G::rows_per_block * G::padded];
+  __shared__ uint32_t smem[P * G::rows_per_block * G::padded];
   const int n1 = (1 << t.log_n) >> K2;
-  const int64_t poly = t.poly();
+  const int64_t poly = t.poly0<P>();
   const int row_tab = t.rows[poly % t.limbs];
   const uint32_t q = t.moduli[row_tab];
   const int64_t N = int64_t{1} << t.log_n;
+  const int64_t stride = t.limbs * N;
   const uint32_t* tw = t.tw + row_tab * N;
   const uint32_t* tws = t.tw_shoup + row_tab * N;
   const int r = threadIdx.x / G::threads_per_row;
@@ -250,47 +290,53 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads)
   const uint32_t* s = src + base;
   uint32_t* d = dst + base;
   uint32_t* sm = smem + r * G::padded;
+  constexpr int kPolySlots = G::rows_per_block * G::padded;
   // the forward transform ends here: reduce lazy values from [0, 4q) to [0, q)
   auto finish = [&](uint32_t v) {
     if (LAZY && !INVERSE) v = csub(csub(v, 2 * q), q);
     return v;
   };
-  run_rounds<K2, INVERSE, LAZY, true>(
-      tt, static_cast<uint32_t>(n1 + mrow), tw, tws, q, sm, [&](int u) { return s[u]; },
-      [&](int u, uint32_t v) { d[u] = finish(v); }, [](int u) { return u + (u >> 5); },
-      [&](int u) { return *reinterpret_cast<const uint4*>(s + u); },
-      [&](int u, uint4 v) {
-        *reinterpret_cast<uint4*>(d + u) = make_uint4(finish(v.x), finish(v.y), finish(v.z), finish(v.w));
+  run_rounds<K2, P, INVERSE, LAZY, true>(
+      tt, static_cast<uint32_t>(n1 + mrow), tw, tws, q, sm,
+      [&](int p, int u) { return s[p * stride + u]; },
+      [&](int p, int u, uint32_t v) { d[p * stride + u] = finish(v); },
+      [](int p, int u) { return p * kPolySlots + u + (u >> 5); },
+      [&](int p, int u) { return *reinterpret_cast<const uint4*>(s + p * stride + u); },
+      [&](int p, int u, uint4 v) {
+        *reinterpret_cast<uint4*>(d + p * stride + u) =
+            make_uint4(finish(v.x), finish(v.y), finish(v.z), finish(v.w));
       });
 }
 
-template <int K1, bool INVERSE, bool LAZY>
-void launch_columns(const uint32_t* src, uint32_t* dst, int64_t polys, const Tables& t,
+// `groups`: number of P-polynomial groups in the launch (grid.y).
+template <int K1, int P, bool INVERSE, bool LAZY>
+void launch_columns(const uint32_t* src, uint32_t* dst, int64_t groups, const Tables& t,
                     cudaStream_t stream) {
+  constexpr int kCols = ColsPerBlock<P>::value;
   const int n2 = (1 << t.log_n) >> K1;
-  dim3 grid(n2 / kCols, static_cast<unsigned>(polys));
-  ntt_columns_kernel<K1, INVERSE, LAZY><<<grid, (1 << K1) / R * kCols, 0, stream>>>(src, dst, t);
+  dim3 grid(n2 / kCols, static_cast<unsigned>(groups));
+  ntt_columns_kernel<K1, P, INVERSE, LAZY><<<grid, (1 << K1) / R * kCols, 0, stream>>>(src, dst, t);
 }
 
-template <int K2, bool INVERSE, bool LAZY>
-void launch_rows(const uint32_t* src, uint32_t* dst, int64_t polys, const Tables& t,
+template <int K2, int P, bool INVERSE, bool LAZY>
+void launch_rows(const uint32_t* src, uint32_t* dst, int64_t groups, const Tables& t,
                  cudaStream_t stream) {
   using G = RowsGeometry<K2>;
   const int n1 = (1 << t.log_n) >> K2;
-  dim3 grid(n1 / G::rows_per_block, static_cast<unsigned>(polys));
-  ntt_rows_kernel<K2, INVERSE, LAZY><<<grid, G::threads, 0, stream>>>(src, dst, t);
+  dim3 grid(n1 / G::rows_per_block, static_cast<unsigned>(groups));
+  ntt_rows_kernel<K2, P, INVERSE, LAZY><<<grid, G::threads, 0, stream>>>(src, dst, t);
 }
 
-template <bool INVERSE, bool LAZY>
-void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64_t polys,
+template <int P, bool INVERSE, bool LAZY>
+void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64_t groups,
                   const Tables& t, cudaStream_t stream) {
   switch (k) {
 #define JAX_FHE_NTT_CASE(KK)                                                   \
   case KK:                                                                     \
     if (columns)                                                               \
-      launch_columns<KK, INVERSE, LAZY>(src, dst, polys, t, stream);          \
+      launch_columns<KK, P, INVERSE, LAZY>(src, dst, groups, t, stream);      \
     else                                                                       \
-      launch_rows<KK, INVERSE, LAZY>(src, dst, polys, t, stream);             \
+      launch_rows<KK, P, INVERSE, LAZY>(src, dst, groups, t, stream);         \
     break;
     JAX_FHE_NTT_CASE(5)
     JAX_FHE_NTT_CASE(6)
@@ -300,45 +346,62 @@ void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64
   }
 }
 
-// Polynomials per chunk: a quarter of L2 keeps the phase-1 output resident for phase 2.
-// JAX_FHE_NTT_CHUNK_BYTES overrides the chunk size (for tuning).
+// Polynomials per chunk. Unchunked by default: with the current kernels, L2-sized chunks
+// (which keep the phase-1 output in L2 for phase 2) measured slower than one launch per phase
+// over everything (H100, L = 48, B = 16: 479 us at 12.5 MB chunks, 412 us unchunked), because
+// the small launches leave the GPU partly idle between phases. JAX_FHE_NTT_CHUNK_BYTES sets a
+// chunk size (for tuning).
 int64_t chunk_polys(int64_t n) {
   static const int64_t chunk_bytes = [] {
-    if (const char* env = std::getenv("JAX_FHE_NTT_CHUNK_BYTES")) return std::atoll(env);
-    int dev = 0, l2 = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess || l2 <= 0)
-      l2 = 40 << 20;
-    return static_cast<long long>(l2) / 4;
+    const char* env = std::getenv("JAX_FHE_NTT_CHUNK_BYTES");
+    return env ? static_cast<int64_t>(std::atoll(env)) : (int64_t{1} << 40);
   }();
   int64_t c = std::max<int64_t>(1, chunk_bytes / (n * 4));
   return std::min<int64_t>(c, 65535);
 }
 
-template <bool INVERSE, bool LAZY>
-ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
-                   Tables t) {
+template <int P, bool INVERSE, bool LAZY>
+void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
+               Tables t) {
   const int k1 = s.log_n / 2, k2 = s.log_n - k1;
-  const int64_t batch = s.polys / s.limbs;
-  // chunks of (limb window x batch window), limb-major, each about chunk_polys() polynomials
+  const int64_t batch = s.polys / s.limbs;  // a multiple of P
+  // chunks of (limb window x batch window), limb-major, each about chunk_polys() polynomials;
+  // the batch window is a multiple of P
   const int64_t budget = chunk_polys(s.n);
   const int64_t limb_step = std::max<int64_t>(1, std::min<int64_t>(s.limbs, budget / batch));
-  const int64_t batch_step = std::max<int64_t>(1, std::min<int64_t>(batch, budget / limb_step));
+  int64_t batch_step = std::min<int64_t>(batch, budget / limb_step);
+  batch_step = std::max<int64_t>(P, batch_step / P * P);
   for (int64_t l0 = 0; l0 < s.limbs; l0 += limb_step) {
     for (int64_t b0 = 0; b0 < batch; b0 += batch_step) {
       t.limb0 = static_cast<int>(l0);
       t.limb_count = static_cast<int>(std::min(limb_step, s.limbs - l0));
       t.batch0 = b0;
-      const int64_t np = std::min(batch_step, batch - b0) * t.limb_count;
+      const int64_t groups = std::min(batch_step, batch - b0) / P * t.limb_count;
       if (!INVERSE) {
-        launch_phase<false, LAZY>(true, k1, src, dst, np, t, stream);
-        launch_phase<false, LAZY>(false, k2, dst, dst, np, t, stream);
+        launch_phase<P, false, LAZY>(true, k1, src, dst, groups, t, stream);
+        launch_phase<P, false, LAZY>(false, k2, dst, dst, groups, t, stream);
       } else {
-        launch_phase<true, LAZY>(false, k2, src, dst, np, t, stream);
-        launch_phase<true, LAZY>(true, k1, dst, dst, np, t, stream);
+        launch_phase<P, true, LAZY>(false, k2, src, dst, groups, t, stream);
+        launch_phase<P, true, LAZY>(true, k1, dst, dst, groups, t, stream);
       }
     }
   }
+}
+
+template <bool INVERSE, bool LAZY>
+ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
+                   Tables t) {
+  const int64_t batch = s.polys / s.limbs;
+  static const int max_p = [] {  // JAX_FHE_NTT_MAX_P caps P (for tuning and tests)
+    const char* env = std::getenv("JAX_FHE_NTT_MAX_P");
+    return env ? std::atoi(env) : 4;
+  }();
+  if (max_p >= 4 && batch % 4 == 0)
+    run_ntt_p<4, INVERSE, LAZY>(stream, s, src, dst, t);
+  else if (max_p >= 2 && batch % 2 == 0)
+    run_ntt_p<2, INVERSE, LAZY>(stream, s, src, dst, t);
+  else
+    run_ntt_p<1, INVERSE, LAZY>(stream, s, src, dst, t);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     return ffi::Error::Internal(std::string("ntt kernel launch failed: ") + cudaGetErrorString(err));

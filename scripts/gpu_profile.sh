@@ -8,9 +8,9 @@ if [ "${SKIP_BUILD:-0}" != "1" ]; then
   python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 fi
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-SECTIONS="--section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis"
-for op in ntt bconv30; do
+SECTIONS="--section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats"
+for op in ${PROFILE_OPS:-ntt bconv30}; do
   $NCU --clock-control none -k regex:'ntt_|bconv_' --launch-count 2 $SECTIONS \
     python3 benchmarks/profile_kernels.py $op "$@" > "$OUT/ncu_$op.txt" 2>&1
-  grep -E "ntt_|bconv_|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Theoretical Occ|Warp Cycles Per Issued|Issue Slot|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth|Stall|OPT|Block Limit" "$OUT/ncu_$op.txt" | head -70
+  grep -E "ntt_|bconv_|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Theoretical Occ|Warp Cycles Per Issued|Issue Slot|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth|Stall|OPT|Block Limit|Pipe|Executed Ipc|Issued Warp|Grid Size|Executed Instructions  " "$OUT/ncu_$op.txt" | grep -v "^\s*$" | cut -c1-150 | head -${PROFILE_LINES:-70}
 done

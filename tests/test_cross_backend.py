@@ -38,3 +38,62 @@ def test_all_kernels_cpu_equals_gpu(log_n, devices, rng):
 
     for a, b in zip(run(devices[0]), run(devices[1])):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("width", [30, 31])  # lazy and canonical butterflies
+@pytest.mark.parametrize("batch", [8, 6, 5])  # the GPU NTT runs 4, 2 or 1 polynomials per thread
+def test_batched_ntt_and_bconv_cpu_equals_gpu(width, batch, devices, rng):
+    """N = 2^16, batches whose size makes the GPU NTT run 4, 2 or 1 polynomials of one prime per
+    thread; BConv with a folding (31-bit, 9 inputs) and an overflow-free table and input counts
+    that are not multiples of 4 (the kernel zero-pads its 16-byte table rows)."""
+    n = 1 << 16
+    ps = rns.ntt_primes(width, 9, n)
+    ctx = rns.make_context(ps, n)
+    x = random_residues(rng, ps, n, batch=(batch,))
+    out_primes = rns.ntt_primes(width, 13, n, exclude=ps)
+    tables = [rns.make_bconv_table(ps[:lin], out_primes) for lin in (9, 3)]
+
+    def run(dev):
+        put = lambda t: jax.device_put(t, dev)  # noqa: E731
+        c, xd = put(ctx), put(jnp.asarray(x))
+        X = ops.ntt(xd, c)
+        outs = [X, ops.intt(X, c), ops.intt(xd, c)]
+        for t in tables:
+            outs.append(ops.bconv(xd[:, :len(t.src)], put(t)))
+        return outs
+
+    for a, b in zip(run(devices[0]), run(devices[1])):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+_CHUNKED_SCRIPT = """
+import jax, jax.numpy as jnp, numpy as np
+from jax_fhe import ops, rns
+n = 1 << 16
+ps = rns.ntt_primes(30, 7, n)
+rng = np.random.default_rng(3)
+x = np.stack([rng.integers(0, q, size=(8, n), dtype=np.uint64) for q in ps], axis=1).astype(np.uint32)
+outs = []
+for dev in (jax.devices("cpu")[0], jax.devices("gpu")[0]):
+    c, xd = jax.device_put(rns.make_context(ps, n), dev), jax.device_put(jnp.asarray(x), dev)
+    X = ops.ntt(xd, c)
+    outs.append([np.asarray(X), np.asarray(ops.intt(X, c))])
+for a, b in zip(*outs):
+    np.testing.assert_array_equal(a, b)
+np.testing.assert_array_equal(outs[0][1], x)
+print("chunked ok")
+"""
+
+
+def test_chunked_ntt_cpu_equals_gpu(devices):
+    """The GPU NTT's optional L2-sized chunking (limb windows x batch windows, set through
+    JAX_FHE_NTT_CHUNK_BYTES, read once per process) gives the same bits: a batch of 8 x 7 limbs
+    in chunks of one limb x 4 batch entries (the budget of 6 polynomials rounded down to P = 4)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, JAX_FHE_NTT_CHUNK_BYTES=str(6 * (1 << 16) * 4))
+    r = subprocess.run([sys.executable, "-c", _CHUNKED_SCRIPT], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and "chunked ok" in r.stdout, r.stdout + r.stderr
