@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import ops
 from ..rlwe import hybrid
-from .context import CKKSContext, check_context
+from .context import CKKSContext, _u32, check_context
 from .keys import EvalKeys
 from .types import Ciphertext, Plaintext, check_data
 
@@ -59,10 +59,6 @@ def _is_number(x) -> bool:
 def scales_match(s1: float, s2: float, params) -> bool:
     """Whether two scales agree within the relative tolerance 2^-(log_scale - 4)."""
     return abs(s1 / s2 - 1.0) <= 2.0 ** -(params.log_scale - 4)
-
-
-def _u32(values) -> jax.Array:
-    return jnp.asarray(np.asarray(values, dtype=np.uint64).astype(np.uint32))
 
 
 def _with(ct: Ciphertext, data, **kw) -> Ciphertext:
@@ -215,15 +211,23 @@ def _pt_at(pt: Plaintext, ct: Ciphertext, ctx, what):
 
 # -- addition -----------------------------------------------------------------------------------
 
-def add(a: Ciphertext, b, ctx: CKKSContext) -> Ciphertext:
-    """a + b for b a Ciphertext, a Plaintext or a (complex) number, with level/scale alignment."""
-    ctx = check_context(ctx, "add")
+def _operands(a, b, ctx, what):
+    """Validate a binary operation's operands: the ciphertext first; a second ciphertext must
+    share the parameter set and slot count."""
+    ctx = check_context(ctx, what)
     if not isinstance(a, Ciphertext) and isinstance(b, Ciphertext):
         a, b = b, a
-    check_ct(a, ctx, "add")
+    check_ct(a, ctx, what)
     if isinstance(b, Ciphertext):
-        check_ct(b, ctx, "add")
-        _check_slots(a, b, "add")
+        check_ct(b, ctx, what)
+        _check_slots(a, b, what)
+    return a, b, ctx
+
+
+def add(a: Ciphertext, b, ctx: CKKSContext) -> Ciphertext:
+    """a + b for b a Ciphertext, a Plaintext or a (complex) number, with level/scale alignment."""
+    a, b, ctx = _operands(a, b, ctx, "add")
+    if isinstance(b, Ciphertext):
         a, b = _same_level(a, b, ctx, match_scale=True)
         rows = a.params.rows(a.level)
         return _with(a, ops.add_mod(*jnp.broadcast_arrays(a.data, b.data), ctx.ring, rows))
@@ -288,13 +292,8 @@ def _const_scale(ct: Ciphertext, c, rescale_after: bool) -> float:
 def mul(a: Ciphertext, b, ctx: CKKSContext, evk: EvalKeys | None = None, *, rescale: bool = True) -> Ciphertext:
     """a * b for b a Ciphertext (relinearized with ``evk.relin``), a Plaintext or a number;
     then one rescale unless ``rescale=False``."""
-    ctx = check_context(ctx, "mul")
-    if not isinstance(a, Ciphertext) and isinstance(b, Ciphertext):
-        a, b = b, a
-    check_ct(a, ctx, "mul")
+    a, b, ctx = _operands(a, b, ctx, "mul")
     if isinstance(b, Ciphertext):
-        check_ct(b, ctx, "mul")
-        _check_slots(a, b, "mul")
         if not isinstance(evk, EvalKeys) or evk.relin is None:
             raise ValueError("mul: ciphertext x ciphertext needs EvalKeys with a relinearization key")
         if evk.params != ctx.params:
