@@ -150,25 +150,6 @@ def _gaussian_table(sigma: float, tail: float):
     return _TABLES[key]
 
 
-_TABLES: dict = {}
-
-
-def _gaussian_table(sigma: float, tail: float):
-    """Cumulative table of D_{Z,sigma} on [-B, B] scaled to 2^53, as uint64 thresholds."""
-    key = (sigma, tail)
-    if key not in _TABLES:
-        bound = math.floor(tail * sigma)
-        k = np.arange(-bound, bound + 1, dtype=np.float64)
-        w = np.exp(-(k * k) / (2.0 * sigma * sigma))
-        cdf = np.cumsum(w) / w.sum()
-        # u in [t_{j-1}, t_j) maps to k_j (searchsorted 'right' counts thresholds <= u), so
-        # k_j has probability (t_j - t_{j-1}) / 2^53. The last cdf entry (1.0) is dropped:
-        # every u >= t_{2B-1} maps to +B.
-        thresholds = np.round(cdf[:-1] * 2.0**53).astype(np.uint64)
-        _TABLES[key] = (thresholds, bound)
-    return _TABLES[key]
-
-
 def to_residues(coeffs, moduli: Sequence[int]) -> np.ndarray:
     """Signed integer coefficients int[..., N] -> residues uint32[..., L, N] (row i mod moduli[i]).
 
