@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import jax
 import jax.numpy as jnp
@@ -27,15 +26,7 @@ from jax_fhe.pir import protocols as pr
 from jax_fhe.pir import ring
 from jax_fhe.rns import HostRandom
 
-
-def bench(fn, args, reps):
-    jax.block_until_ready(fn(*args))  # compile + warm up
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+from db_gemm import bench  # benchmarks/ sibling: one timing loop for the PIR benchmarks
 
 
 def peak_bytes():

@@ -42,6 +42,21 @@ def test_reduce_mod_any_uint32(device, put, rng):
         assert y[t].tolist() == [int(v) % q for v in x[t]]
 
 
+def test_mul_limb_consts(device, put, rng):
+    n = 1024
+    ps = rns.ntt_primes(30, 3, n)
+    ctx = put(rns.make_context(ps, n))
+    x = random_residues(rng, ps, n, batch=(2,))
+    c = np.array([0, 1, ps[2] - 1], dtype=np.uint32)
+    y = np.asarray(ops.mul_limb_consts(put(jnp.asarray(x)), put(jnp.asarray(c)), ctx))
+    for l, q in enumerate(ps):
+        assert y[:, l].tolist() == [[int(v) * int(c[l]) % q for v in row] for row in x[:, l]]
+    with pytest.raises(ValueError, match="one per limb"):
+        ops.mul_limb_consts(jnp.asarray(x), jnp.asarray(c[:2]), ctx)
+    with pytest.raises(ValueError, match="one per limb"):
+        ops.mul_limb_consts(jnp.asarray(x), jnp.asarray(c, dtype=jnp.int32), ctx)
+
+
 def test_jit_and_rows(rng):
     n = 1024
     ps = rns.ntt_primes(30, 4, n)

@@ -15,6 +15,7 @@ import numpy as np
 from .. import ops, rns
 from ..rlwe.hybrid import ExactConv, HybridTables, make_exact_conv, make_hybrid_tables
 from ..rns._pytree import pytree_dataclass, static_field
+from ..rns.shoup import device_u32
 from .params import CKKSParams
 
 
@@ -39,10 +40,6 @@ class RescaleTables:
     keep_pos: tuple = static_field()
 
 
-def _u32(values) -> jax.Array:
-    return jnp.asarray(np.asarray(values, dtype=np.uint64).astype(np.uint32))
-
-
 def make_rescale_tables(params: CKKSParams, level: int) -> RescaleTables:
     rows, new = params.rows(level), params.rows(level - 1)
     drop, add = params.dropped(level), params.added(level)
@@ -51,9 +48,9 @@ def make_rescale_tables(params: CKKSParams, level: int) -> RescaleTables:
     big_r = math.prod(q[r] for r in add)
     return RescaleTables(
         conv=make_exact_conv(q, drop, new),
-        r_mod_d=_u32([big_r % q[r] for r in drop]),
-        r_dinv=_u32([big_r * pow(big_d, -1, q[r]) % q[r] for r in new]),
-        d_inv=_u32([pow(big_d, -1, q[r]) for r in new]),
+        r_mod_d=device_u32([big_r % q[r] for r in drop]),
+        r_dinv=device_u32([big_r * pow(big_d, -1, q[r]) % q[r] for r in new]),
+        d_inv=device_u32([pow(big_d, -1, q[r]) for r in new]),
         drop_pos=tuple(rows.index(r) for r in drop),
         keep_pos=tuple(rows.index(r) if r in rows else 0 for r in new),
     )

@@ -26,7 +26,8 @@ import numpy as np
 
 from .. import ops
 from ..rlwe import hybrid
-from .context import CKKSContext, _u32, check_context
+from ..rns.shoup import device_u32
+from .context import CKKSContext, check_context
 from .keys import EvalKeys
 from .types import Ciphertext, Plaintext, check_data
 
@@ -73,10 +74,10 @@ def _const_ntt(c, scale: float, ctx: CKKSContext, rows, like) -> jax.Array:
     c = complex(c)
     primes = [ctx.params.q_primes[r] for r in rows]
     re, im = int(round(c.real * scale)), int(round(c.imag * scale))
-    out = jnp.broadcast_to(_u32([re % q for q in primes])[:, None], like.shape)
+    out = jnp.broadcast_to(device_u32([re % q for q in primes])[:, None], like.shape)
     if im:
         unit = jnp.broadcast_to(jnp.take(ctx.imag, np.asarray(rows, dtype=np.int32), axis=0), like.shape)
-        ims = jnp.broadcast_to(_u32([im % q for q in primes])[:, None], like.shape)
+        ims = jnp.broadcast_to(device_u32([im % q for q in primes])[:, None], like.shape)
         out = ops.add_mod(out, ops.mul_mod(ims, unit, ctx.ring, rows), ctx.ring, rows)
     return out
 
@@ -98,11 +99,11 @@ def rescale_data(x, ctx: CKKSContext, level: int) -> jax.Array:
     xd = hybrid._take_limbs(x, t.drop_pos)
     c = ops.intt(xd, ctx.ring, drop)
     if p.added(level):
-        c = ops.mul_mod(c, hybrid._bcast(t.r_mod_d, c), ctx.ring, drop)
+        c = ops.mul_limb_consts(c, t.r_mod_d, ctx.ring, drop)
     conv = ops.ntt(hybrid.exact_conv(c, t.conv, ctx.ring), ctx.ring, new)
     xk = hybrid._take_limbs(x, t.keep_pos)
-    return ops.sub_mod(ops.mul_mod(xk, hybrid._bcast(t.r_dinv, xk), ctx.ring, new),
-                       ops.mul_mod(conv, hybrid._bcast(t.d_inv, conv), ctx.ring, new), ctx.ring, new)
+    return ops.sub_mod(ops.mul_limb_consts(xk, t.r_dinv, ctx.ring, new),
+                       ops.mul_limb_consts(conv, t.d_inv, ctx.ring, new), ctx.ring, new)
 
 
 def rescale(ct: Ciphertext, ctx: CKKSContext) -> Ciphertext:

@@ -71,6 +71,17 @@ def mul_mod(a, b, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     return _mont(_mont(a, b, q, nqinv), r2, q, nqinv)
 
 
+def mul_limb_consts(x, consts, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    """x * consts[l] mod q_l for every limb l: ``consts`` is uint32[L] (one residue per limb,
+    e.g. a CRT factor or P^-1), ``x`` is uint32[..., L, N]."""
+    x = as_poly(x, "mul_limb_consts")
+    consts = jnp.asarray(consts)
+    if consts.dtype != _U32 or consts.shape != (x.shape[-2],):
+        raise ValueError(f"mul_limb_consts: consts must be uint32[{x.shape[-2]}] (one per limb), "
+                         f"got {consts.dtype}{list(consts.shape)}")
+    return mul_mod(x, jnp.broadcast_to(consts[:, None], x.shape), ctx, rows)
+
+
 def mac_mod(acc, a, b, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     """acc + a * b mod q."""
     acc, q, _, _ = _limb_consts(ctx, acc, rows, "mac_mod")

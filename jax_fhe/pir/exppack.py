@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import lwe
-from ..ops import add_mod, mul_mod, ntt, sub_mod
+from ..ops import add_mod, mul_limb_consts, mul_mod, ntt, sub_mod
 from ..rlwe import gadget as gd
 from ..rns import HostRandom
 from ..rns._pytree import pytree_dataclass, static_field
@@ -97,8 +97,7 @@ def expand(ct: jax.Array, keys: ExpansionKeys, tables: RingTables, count: int) -
     if not 1 <= count <= 1 << lvl:
         raise ValueError(f"expand: {lvl} expansion levels give at most {1 << lvl} ciphertexts, asked for {count}")
     ctx = tables.ctx
-    inv = jnp.broadcast_to(tables.two_inv_pows[lvl][:, None], ct.shape)
-    nodes = mul_mod(ct, inv, ctx)[:, None]                                  # [B, 1, 2, L, N]
+    nodes = mul_limb_consts(ct, tables.two_inv_pows[lvl], ctx)[:, None]                                  # [B, 1, 2, L, N]
     for j, g in enumerate(keys.galois):
         sub = gd.automorphism(nodes, gd.GadgetKey(rows=keys.rows[j], galois=g), tables.ks, ctx)
         width = 1 << j

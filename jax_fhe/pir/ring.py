@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..ops import add_mod, bconv, intt, mul_mod, ntt, sub_mod
+from ..ops import add_mod, bconv, intt, mul_limb_consts, mul_mod, ntt, sub_mod
 from ..rlwe import gadget as gd
 from ..rns import BConvTable, HostRandom, RNSContext, make_bconv_table, make_context, ntt_primes
 from ..rns._pytree import pytree_dataclass, static_field
@@ -190,7 +190,7 @@ def encrypt_ntt(key: RingKey, m_ntt, tables: RingTables, rng: HostRandom | None 
 
 def scale_by_delta(x: jax.Array, tables: RingTables) -> jax.Array:
     """Delta * x mod Q for residues uint32[..., L, N]."""
-    return mul_mod(x, jnp.broadcast_to(tables.delta[:, None], x.shape), tables.ctx)
+    return mul_limb_consts(x, tables.delta, tables.ctx)
 
 
 def mod_switch(ct: jax.Array, tables: RingTables) -> jax.Array:
@@ -202,8 +202,7 @@ def mod_switch(ct: jax.Array, tables: RingTables) -> jax.Array:
     x = add_mod(x, jnp.broadcast_to(tables.switch_consts[0][:, None], x.shape), ctx)   # + floor(Q'/2)
     rest = bconv(x[..., 1:, :], tables.switch)                                     # [..., 2, 1, N]
     diff = sub_mod(x[..., :1, :], rest, ctx)
-    inv = jnp.broadcast_to(tables.switch_consts[1, :1][:, None], diff.shape)
-    return mul_mod(diff, inv, ctx)[..., 0, :]
+    return mul_limb_consts(diff, tables.switch_consts[1, :1], ctx)[..., 0, :]
 
 
 def decrypt_switched(key: RingKey, ct0: jax.Array, tables: RingTables) -> jax.Array:

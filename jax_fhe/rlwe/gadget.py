@@ -38,14 +38,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..ops import add_mod, automorphism_ntt, intt, mul_mod, ntt, reduce_mod, sub_mod
+from ..ops import add_mod, automorphism_ntt, intt, mul_limb_consts, mul_mod, ntt, reduce_mod, sub_mod
 from ..rns import HostRandom, RNSContext, to_residues
 from ..rns._pytree import pytree_dataclass, static_field
+from ..rns.shoup import device_u32
+from .crt import CrtQuotient, make_crt_quotient, rounded_quotient
 
 _U32 = jnp.uint32
 _CHUNK = 16
 _MASK16 = 0xFFFF
-_FIX = 28            # fixed-point bits of sum_l y_l / q_l in step 2
 
 
 @pytree_dataclass
@@ -56,7 +57,7 @@ class Gadget:
       qhat_inv:  uint32[L]        (Q/q_l)^-1 mod q_l
       qhat:      uint32[L, W]     16-bit chunks of Q/q_l (W chunks, little-endian)
       neg_q:     uint32[W]        16-bit chunks of 2^(16 W) - Q
-      inv_fix:   uint32[L]        floor(2^60 / q_l)
+      quotient:  the fixed-point CRT quotient of the primes (:mod:`jax_fhe.rlwe.crt`)
       powers:    uint32[len, L]   B^j mod q_l (the gadget vector in RNS)
     Static: ``primes``, ``base_log``, ``length``.
     """
@@ -64,7 +65,7 @@ class Gadget:
     qhat_inv: jax.Array
     qhat: jax.Array
     neg_q: jax.Array
-    inv_fix: jax.Array
+    quotient: CrtQuotient
     powers: jax.Array
     primes: tuple = static_field()
     base_log: int = static_field()
@@ -107,13 +108,12 @@ def make_gadget(primes: Sequence[int], base_log: int, length: int) -> Gadget:
     width = -(-(max(big_q.bit_length() + 2, base_log * length + 1)) // _CHUNK)
     chunks = lambda v: [(v >> (_CHUNK * c)) & _MASK16 for c in range(width)]  # noqa: E731
     qhat = [big_q // q for q in primes]
-    u32 = lambda a: jnp.asarray(np.asarray(a, dtype=np.uint32))  # noqa: E731
     return Gadget(
-        qhat_inv=u32([pow(h % q, -1, q) for h, q in zip(qhat, primes)]),
-        qhat=u32([chunks(h) for h in qhat]),
-        neg_q=u32(chunks((1 << (_CHUNK * width)) - big_q)),
-        inv_fix=u32([(1 << 60) // q for q in primes]),
-        powers=u32([[pow(2, base_log * j, q) for q in primes] for j in range(length)]),
+        qhat_inv=device_u32([pow(h % q, -1, q) for h, q in zip(qhat, primes)]),
+        qhat=device_u32([chunks(h) for h in qhat]),
+        neg_q=device_u32(chunks((1 << (_CHUNK * width)) - big_q)),
+        quotient=make_crt_quotient(primes),
+        powers=device_u32([[pow(2, base_log * j, q) for q in primes] for j in range(length)]),
         primes=primes, base_log=base_log, length=length,
     )
 
@@ -127,11 +127,9 @@ def decompose(x: jax.Array, gadget: Gadget, ctx: RNSContext) -> jax.Array:
     """
     x = _check_data(x, gadget, ctx, "decompose")
     nl = len(gadget.primes)
-    bc = lambda t: jnp.broadcast_to(t[:, None], x.shape)  # noqa: E731  per-limb constant
-    y = mul_mod(x, bc(gadget.qhat_inv), ctx)                       # [..., L, N], < q_l
-    # step 2: v = round(sum_l y_l / q_l) in 28-bit fixed point (each term < 2^29, L <= 16)
-    frac = jnp.sum(lax.mulhi(y, bc(gadget.inv_fix)), axis=-2, dtype=_U32)
-    v = (frac + _U32(1 << (_FIX - 1))) >> _FIX                     # [..., N], in [0, L]
+    y = mul_limb_consts(x, gadget.qhat_inv, ctx)                   # [..., L, N], < q_l
+    # step 2: v = round(sum_l y_l / q_l) in 32-bit fixed point (jax_fhe.rlwe.crt)
+    v = rounded_quotient(y, gadget.quotient)                        # [..., N], in [0, L]
     # step 3: column sums of 16 x 16-bit partial products, then carries (all < 2^32)
     width = gadget.neg_q.shape[0]
     cols = [jnp.zeros(v.shape, _U32) for _ in range(width + 2)]
@@ -183,7 +181,7 @@ def recompose(digits: jax.Array, gadget: Gadget, ctx: RNSContext) -> jax.Array:
     acc = None
     for j in range(gadget.length):
         d = digits[..., j, :, :]
-        t = mul_mod(d, jnp.broadcast_to(gadget.powers[j][:, None], d.shape), ctx)
+        t = mul_limb_consts(d, gadget.powers[j], ctx)
         acc = t if acc is None else add_mod(acc, t, ctx)
     return acc
 
@@ -239,8 +237,8 @@ def gadget_rows(s_ntt, m_ntt, gadget: Gadget, ctx: RNSContext, rng: HostRandom, 
                 tail: float) -> jax.Array:
     """RLWE encryptions of m * B^j (j < len) under s: uint32[..., len, 2, L, N] (NTT domain)."""
     m_ntt = jnp.asarray(m_ntt)
-    scaled = jnp.stack([mul_mod(m_ntt, jnp.broadcast_to(gadget.powers[j][:, None], m_ntt.shape), ctx)
-                        for j in range(gadget.length)], axis=-3)
+    scaled = jnp.stack([mul_limb_consts(m_ntt, gadget.powers[j], ctx) for j in range(gadget.length)],
+                       axis=-3)
     return encrypt_ntt(s_ntt, scaled, ctx, rng, sigma, tail)
 
 

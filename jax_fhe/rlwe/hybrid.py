@@ -44,15 +44,8 @@ from ..rns._pytree import pytree_dataclass, static_field
 from ..rns.bconv import BConvTable, make_bconv_table
 from ..rns.context import RNSContext
 from ..rns.sampling import HostRandom, to_residues
-
-
-def _u32(values) -> jax.Array:
-    return jnp.asarray(np.asarray(values, dtype=np.uint64).astype(np.uint32))
-
-
-def _bcast(consts: jax.Array, like: jax.Array) -> jax.Array:
-    """Per-limb constants uint32[L] broadcast to data uint32[..., L, N]."""
-    return jnp.broadcast_to(consts[:, None], like.shape)
+from ..rns.shoup import device_u32
+from .crt import CrtQuotient, make_crt_quotient, rounded_quotient
 
 
 def _take_limbs(x: jax.Array, positions: Sequence[int]) -> jax.Array:
@@ -71,10 +64,12 @@ class ExactConv:
 
     table:    the :class:`BConvTable` of the fast conversion.
     src_prod: uint32[Lout]  (prod of the source primes) mod each target prime.
+    quotient: the fixed-point CRT quotient of the source primes (:mod:`.crt`).
     """
 
     table: BConvTable
     src_prod: jax.Array
+    quotient: CrtQuotient
     src_rows: tuple = static_field()
     dst_rows: tuple = static_field()
 
@@ -84,8 +79,8 @@ def make_exact_conv(primes: Sequence[int], src_rows: Sequence[int], dst_rows: Se
     src = [int(primes[r]) for r in src_rows]
     dst = [int(primes[r]) for r in dst_rows]
     prod = math.prod(src)
-    return ExactConv(table=make_bconv_table(src, dst), src_prod=_u32([prod % p for p in dst]),
-                     src_rows=tuple(src_rows), dst_rows=tuple(dst_rows))
+    return ExactConv(table=make_bconv_table(src, dst), src_prod=device_u32([prod % p for p in dst]),
+                     quotient=make_crt_quotient(src), src_rows=tuple(src_rows), dst_rows=tuple(dst_rows))
 
 
 def exact_conv(x, conv: ExactConv, ring: RNSContext) -> jax.Array:
@@ -94,18 +89,17 @@ def exact_conv(x, conv: ExactConv, ring: RNSContext) -> jax.Array:
     x: uint32[..., Lin, N], residues of an integer polynomial v modulo the source primes
     (product Q). Returns uint32[..., Lout, N]: [v]_Q, the representative in [-Q/2, Q/2), modulo
     each target prime. The fast conversion gives [v]_Q + u Q with u = floor(sum_j y_j / q_j),
-    y_j = [x_j (Q/q_j)^-1]_{q_j}; we subtract round(sum_j y_j / q_j) Q instead, with the sum in
-    float32 (relative error ~2^-22): the rounding can only be wrong when the fraction is within
-    about 2^-20 of 1/2, and then the result is off by +-Q (+-1 after the division that follows
-    in ModDown or rescaling) on that coefficient.
+    y_j = [x_j (Q/q_j)^-1]_{q_j}; we subtract round(sum_j y_j / q_j) Q instead, computed in
+    32-bit fixed point (:mod:`jax_fhe.rlwe.crt`, identical bits on every backend): the rounding
+    can only be wrong when the fraction is within about 2^-20 of 1/2, and then the result is off
+    by +-Q (+-1 after the division that follows in ModDown or rescaling) on that coefficient.
+    At most 16 source primes.
     """
-    src_q = conv.table.in_consts[0]
-    y = ops.mul_mod(x, _bcast(conv.table.in_consts[1], x), ring, conv.src_rows)
-    frac = jnp.sum(y.astype(jnp.float32) / src_q.astype(jnp.float32)[:, None], axis=-2)
-    k = jnp.floor(frac + jnp.float32(0.5)).astype(jnp.uint32)  # in [0, Lin]
+    y = ops.mul_limb_consts(x, conv.table.in_consts[1], ring, conv.src_rows)
+    k = rounded_quotient(y, conv.quotient)  # [..., N], in [0, Lin]
     raw = ops.bconv(x, conv.table)
-    corr = ops.mul_mod(jnp.broadcast_to(k[..., None, :], raw.shape), _bcast(conv.src_prod, raw),
-                       ring, conv.dst_rows)
+    corr = ops.mul_limb_consts(jnp.broadcast_to(k[..., None, :], raw.shape), conv.src_prod,
+                               ring, conv.dst_rows)
     return ops.sub_mod(raw, corr, ring, conv.dst_rows)
 
 
@@ -164,7 +158,7 @@ def make_hybrid_tables(primes: Sequence[int], rows: Sequence[int], special_rows:
     big_p = math.prod(int(primes[r]) for r in special)
     p_inv = [pow(big_p, -1, int(primes[r])) for r in rows]
     return HybridTables(mod_up=tuple(mod_up), mod_down=make_exact_conv(primes, special, rows),
-                        p_inv=_u32(p_inv), rows=rows, special_rows=special, digits=digits)
+                        p_inv=device_u32(p_inv), rows=rows, special_rows=special, digits=digits)
 
 
 @pytree_dataclass
@@ -208,7 +202,7 @@ def gen_switching_key(ring: RNSContext, s_from, s_to, *, num_q: int, alpha: int,
     s_from = jnp.broadcast_to(s_from, a.shape)
     s_to = jnp.broadcast_to(s_to, a.shape)
     b = ops.sub_mod(e, ops.mul_mod(a, s_to, ring), ring)
-    g = jnp.broadcast_to(_u32(gadget)[:, :, None], a.shape)
+    g = jnp.broadcast_to(device_u32(gadget)[:, :, None], a.shape)
     b = ops.add_mod(b, ops.mul_mod(g, s_from, ring), ring)
     return KeySwitchKey(data=jnp.stack([b, a], axis=1), alpha=int(alpha), num_q=int(num_q))
 
@@ -267,7 +261,7 @@ def mod_down(y, ring: RNSContext, tables: HybridTables) -> jax.Array:
     conv = ops.ntt(exact_conv(ops.intt(yp, ring, tables.special_rows), tables.mod_down, ring),
                    ring, tables.rows)
     diff = ops.sub_mod(yq, conv, ring, tables.rows)
-    return ops.mul_mod(diff, _bcast(tables.p_inv, diff), ring, tables.rows)
+    return ops.mul_limb_consts(diff, tables.p_inv, ring, tables.rows)
 
 
 def key_switch(x, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> jax.Array:

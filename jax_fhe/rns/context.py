@@ -14,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ._pytree import pytree_dataclass, static_field
 from .primes import check_ntt_prime, primitive_root_of_unity
-from .shoup import bit_reverse_permutation, powers_mod, shoup
+from .shoup import bit_reverse_permutation, device_u32, powers_mod, shoup
 
 MIN_LOG_N = 10
 MAX_LOG_N = 16
@@ -116,17 +115,16 @@ def make_context(primes: Sequence[int], n: int) -> RNSContext:
         n_inv.append(pow(n, -1, q))
         neg_qinv.append((-pow(q, -1, 1 << 32)) % (1 << 32))
         r2.append((1 << 64) % q)
-    u32 = lambda a: jnp.asarray(np.asarray(a, dtype=np.uint32))  # noqa: E731
     return RNSContext(
-        moduli=u32(primes),
-        neg_qinv=u32(neg_qinv),
-        r2=u32(r2),
-        psi=u32(np.stack(cols["psi"])),
-        psi_shoup=u32(np.stack(cols["psi_shoup"])),
-        ipsi=u32(np.stack(cols["ipsi"])),
-        ipsi_shoup=u32(np.stack(cols["ipsi_shoup"])),
-        n_inv=u32(n_inv),
-        n_inv_shoup=u32(shoup(n_inv, primes)),
+        moduli=device_u32(primes),
+        neg_qinv=device_u32(neg_qinv),
+        r2=device_u32(r2),
+        psi=device_u32(np.stack(cols["psi"])),
+        psi_shoup=device_u32(np.stack(cols["psi_shoup"])),
+        ipsi=device_u32(np.stack(cols["ipsi"])),
+        ipsi_shoup=device_u32(np.stack(cols["ipsi_shoup"])),
+        n_inv=device_u32(n_inv),
+        n_inv_shoup=device_u32(shoup(n_inv, primes)),
         primes=primes,
         n=int(n),
     )

@@ -1,7 +1,15 @@
 """Host-side precomputation helpers for the 32-bit modular arithmetic of the kernels."""
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+
+
+def device_u32(values) -> jax.Array:
+    """Upload host table values (Python ints or numpy integers in [0, 2^32)) as uint32 on the
+    default device. Values are staged through uint64, so Python ints up to 2^32 - 1 are exact."""
+    return jnp.asarray(np.asarray(values, dtype=np.uint64).astype(np.uint32))
 
 
 def shoup(w, q):
