@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "bconv_args.h"
 #include "common.h"
@@ -186,9 +187,15 @@ ffi::Error BconvCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
     launcher(stream, s, fold, fe, x.typed_data(), y->typed_data(), in_consts.typed_data(),
              mat.typed_data(), out_consts.typed_data());
   };
+  // JAX_FHE_BCONV_VEC (1, 2 or 4) caps the coefficients per thread at 9..12 inputs (tuning:
+  // fewer coefficients per thread need fewer registers, so more warps fit on an SM)
+  static const int max_vec = [] {
+    const char* env = std::getenv("JAX_FHE_BCONV_VEC");
+    return env ? std::atoi(env) : 4;
+  }();
   if (s.lin <= 4) args(launch<4, 4>);
   else if (s.lin <= 8) args(launch<8, 4>);
-  else if (s.lin <= 12) args(launch<12, 4>);
+  else if (s.lin <= 12) args(max_vec >= 4 ? launch<12, 4> : max_vec >= 2 ? launch<12, 2> : launch<12, 1>);
   else if (s.lin <= 16) args(launch<16, 4>);
   else if (s.lin <= 24) args(launch<24, 2>);
   else if (s.lin <= 32) args(launch<32, 1>);

@@ -31,187 +31,14 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "common.h"
-#include "modarith.h"
 #include "ntt_args.h"
+#include "ntt_device.cuh"
 
 namespace jax_fhe {
 
 namespace {
 
-constexpr int R = 8;        // elements per thread
-
-struct Tables {
-  const int32_t* rows;
-  const uint32_t* moduli;
-  const uint32_t* tw;
-  const uint32_t* tw_shoup;
-  const uint32_t* scale;        // N^-1 (inverse only)
-  const uint32_t* scale_shoup;
-  int limbs;
-  int log_n;
-  // the launch covers limbs [limb0, limb0 + limb_count) of batch entries [batch0, ...):
-  // blockIdx.y = batch_offset * limb_count + limb_offset (limb-major within the batch, so the
-  // blocks sharing one limb's twiddle table run close together and reuse it from L2)
-  int limb0;
-  int limb_count;
-  int64_t batch0;
-  // first of the block's P polynomials; the others follow at a stride of `limbs` polynomials
-  template <int P>
-  __device__ __forceinline__ int64_t poly0() const {
-    const int64_t b = batch0 + static_cast<int64_t>(blockIdx.y / limb_count) * P;
-    return b * limbs + limb0 + blockIdx.y % limb_count;
-  }
-};
-
-// Geometry of one round: local stages [sig_lo, sig_lo + rho) of a size-2^K sub-transform.
-// The thread owns G = R >> rho units of 2^rho elements; unit v's elements sit at
-// u = base(v) + e * tau, tau = 2^K >> (sig_lo + rho).
-template <int K>
-struct Round {
-  int sig_lo, rho;
-  __device__ __forceinline__ int tau() const { return (1 << K) >> (sig_lo + rho); }
-  __device__ __forceinline__ int index(int tt, int gi, int e) const {
-    const int units_per_group = (1 << K) / R;  // == threads per sub-transform
-    const int v = gi * units_per_group + tt;
-    const int t = tau();
-    const int low = v & (t - 1);
-    const int high = v / t;
-    return ((high * t) << rho) + low + e * t;
-  }
-};
-
-template <int K>
-__device__ __forceinline__ Round<K> forward_round(int rd) {
-  int lo = 3 * rd;
-  return Round<K>{lo, min(3, K - lo)};
-}
-
-// Inverse rounds are the forward rounds in reverse order.
-template <int K>
-__device__ __forceinline__ Round<K> inverse_round(int rd) {
-  constexpr int kRounds = (K + 2) / 3;
-  return forward_round<K>(kRounds - 1 - rd);
-}
-
-// One round of butterflies on the thread's registers. For unit v (high = v / tau) at local
-// stage sigma = sig_lo + d, the group index u >> (K - sigma) equals (high << d) + (e >> (rho - d)),
-// so each distinct twiddle is loaded once per unit.
-template <int K, int P, bool INVERSE, bool LAZY>
-__device__ __forceinline__ void compute_round(uint32_t (&x)[P][R], const Round<K>& rd, int tt,
-                                              uint32_t W, const uint32_t* __restrict__ tw,
-                                              const uint32_t* __restrict__ tws, uint32_t q) {
-  const int span = 1 << rd.rho;
-  const int groups = R >> rd.rho;
-  const int units_per_group = (1 << K) / R;
-#pragma unroll
-  for (int qs = 0; qs < 3; ++qs) {
-    if (qs >= rd.rho) break;
-    const int d = INVERSE ? rd.rho - 1 - qs : qs;  // sigma - sig_lo
-    const int sigma = rd.sig_lo + d;
-    const int h = 1 << (rd.rho - 1 - d);           // pair distance in e
-#pragma unroll
-    for (int gi = 0; gi < R; ++gi) {
-      if (gi >= groups) break;
-      const uint32_t high = static_cast<uint32_t>(gi * units_per_group + tt) / rd.tau();
-      const uint32_t tw0 = (W << sigma) + (high << d);
-      // fixed trip counts (4 x 8) so the loops unroll completely and x[] stays in registers
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if (j >= (1 << d)) break;
-        const uint32_t w = __ldg(tw + tw0 + j), ws = __ldg(tws + tw0 + j);
-#pragma unroll
-        for (int ee = 0; ee < R; ++ee) {
-          if (ee >= (1 << (rd.rho - d))) break;
-          const int e = (j << (rd.rho - d)) + ee;
-          if (e & h) continue;
-#pragma unroll
-          for (int p = 0; p < P; ++p) {
-            uint32_t& a = x[p][gi * span + e];
-            uint32_t& b = x[p][gi * span + e + h];
-            if (INVERSE) {
-              if (LAZY) gs_butterfly_lazy(a, b, w, ws, q); else gs_butterfly(a, b, w, ws, q);
-            } else {
-              if (LAZY) ct_butterfly_lazy(a, b, w, ws, q); else ct_butterfly(a, b, w, ws, q);
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
-// Run all rounds of a size-2^K sub-transform on P polynomials. LoadG/StoreG map (polynomial p,
-// local index u) to global memory; Smem maps them to a shared-memory slot. The first round
-// reads global memory and the last writes it; between rounds data goes through shared memory.
-// With CONTIG (rows), a round whose units are 4 consecutive elements moves them as one 16-byte
-// vector (LoadG4/StoreG4).
-template <int K, int P, bool INVERSE, bool LAZY, bool CONTIG, typename LoadG, typename StoreG,
-          typename Smem, typename LoadG4, typename StoreG4>
-__device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* tw,
-                                           const uint32_t* tws, uint32_t q, uint32_t* smem,
-                                           LoadG load_g, StoreG store_g, Smem sidx,
-                                           LoadG4 load_g4, StoreG4 store_g4) {
-  constexpr int kRounds = (K + 2) / 3;
-  uint32_t x[P][R];
-  auto round_at = [](int rd) { return INVERSE ? inverse_round<K>(rd) : forward_round<K>(rd); };
-  {
-    const Round<K> r0 = round_at(0);
-    const int span = 1 << r0.rho;
-    if (CONTIG && r0.tau() == 1 && span == 4) {
-#pragma unroll
-      for (int g = 0; g < R / 4; ++g) {
-#pragma unroll
-        for (int p = 0; p < P; ++p) {
-          const uint4 v = load_g4(p, r0.index(tt, g, 0));
-          x[p][4 * g] = v.x; x[p][4 * g + 1] = v.y; x[p][4 * g + 2] = v.z; x[p][4 * g + 3] = v.w;
-        }
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-#pragma unroll
-        for (int p = 0; p < P; ++p) x[p][i] = load_g(p, r0.index(tt, i / span, i % span));
-      }
-    }
-  }
-#pragma unroll
-  for (int rd = 0; rd < kRounds; ++rd) {
-    const Round<K> cur = round_at(rd);
-    compute_round<K, P, INVERSE, LAZY>(x, cur, tt, W, tw, tws, q);
-    const int span = 1 << cur.rho;
-    if (rd + 1 < kRounds) {
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-#pragma unroll
-        for (int p = 0; p < P; ++p) smem[sidx(p, cur.index(tt, i / span, i % span))] = x[p][i];
-      }
-      __syncthreads();
-      const Round<K> nxt = round_at(rd + 1);
-      const int nspan = 1 << nxt.rho;
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-#pragma unroll
-        for (int p = 0; p < P; ++p) x[p][i] = smem[sidx(p, nxt.index(tt, i / nspan, i % nspan))];
-      }
-      __syncthreads();
-    } else if (CONTIG && cur.tau() == 1 && span == 4) {
-#pragma unroll
-      for (int g = 0; g < R / 4; ++g) {
-#pragma unroll
-        for (int p = 0; p < P; ++p)
-          store_g4(p, cur.index(tt, g, 0),
-                   make_uint4(x[p][4 * g], x[p][4 * g + 1], x[p][4 * g + 2], x[p][4 * g + 3]));
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-#pragma unroll
-        for (int p = 0; p < P; ++p) store_g(p, cur.index(tt, i / span, i % span), x[p][i]);
-      }
-    }
-  }
-}
+using namespace ntt_cuda;
 
 // Phase-1 tile width: kCols columns of n1 rows (one 64 B or 32 B segment per row); with P = 4
 // polynomials per thread the tile narrows so that the block's shared memory stays at 32 KB.
@@ -248,7 +75,7 @@ __global__ void __launch_bounds__((1 << K1) / R * ColsPerBlock<P>::value)
   }
   // forward phase 1 leaves lazy values for phase 2; the inverse ends here: scale by N^-1 and
   // reduce (the Shoup product accepts any 32-bit input)
-  run_rounds<K1, P, INVERSE, LAZY, false>(
+  run_rounds<3, K1, P, INVERSE, LAZY, false>(
       tt, 1u, tw, tws, q, smem,
       [&](int p, int u) { return s[p * stride + static_cast<int64_t>(u) * n2]; },
       [&](int p, int u, uint32_t v) {
@@ -256,7 +83,7 @@ __global__ void __launch_bounds__((1 << K1) / R * ColsPerBlock<P>::value)
         d[p * stride + static_cast<int64_t>(u) * n2] = v;
       },
       [&](int p, int u) { return (p * n1 + u) * kCols + c; }, [](int, int) { return uint4{}; },
-      [](int, int, uint4) {});
+      [](int, int, uint4) {}, NoHook{});
 }
 
 // Phase "rows": stages K1..logN-1 (forward) or their inverse.
@@ -296,7 +123,7 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads)
     if (LAZY && !INVERSE) v = csub(csub(v, 2 * q), q);
     return v;
   };
-  run_rounds<K2, P, INVERSE, LAZY, true>(
+  run_rounds<3, K2, P, INVERSE, LAZY, true>(
       tt, static_cast<uint32_t>(n1 + mrow), tw, tws, q, sm,
       [&](int p, int u) { return s[p * stride + u]; },
       [&](int p, int u, uint32_t v) { d[p * stride + u] = finish(v); },
@@ -305,7 +132,8 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads)
       [&](int p, int u, uint4 v) {
         *reinterpret_cast<uint4*>(d + p * stride + u) =
             make_uint4(finish(v.x), finish(v.y), finish(v.z), finish(v.w));
-      });
+      },
+      NoHook{});
 }
 
 // `groups`: number of P-polynomial groups in the launch (grid.y).
@@ -391,6 +219,15 @@ void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
 template <bool INVERSE, bool LAZY>
 ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                    Tables t) {
+  const ClusterRun cl = run_ntt_cluster(stream, s, src, dst, t, INVERSE, LAZY);
+  if (cl == ClusterRun::kFailed)
+    return ffi::Error::Internal("ntt: a cluster launch was refused after earlier chunks ran");
+  if (cl == ClusterRun::kRan) {
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+      return ffi::Error::Internal(std::string("ntt kernel launch failed: ") + cudaGetErrorString(err));
+    return ffi::Error::Success();
+  }
   const int64_t batch = s.polys / s.limbs;
   static const int max_p = [] {  // JAX_FHE_NTT_MAX_P caps P (for tuning and tests)
     const char* env = std::getenv("JAX_FHE_NTT_MAX_P");
@@ -422,7 +259,7 @@ ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
     return e;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
+           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0, 0};
   return lazy ? run_ntt<false, true>(stream, s, x.typed_data(), y->typed_data(), t)
               : run_ntt<false, false>(stream, s, x.typed_data(), y->typed_data(), t);
 }
@@ -447,7 +284,7 @@ ffi::Error NttInverseCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(),  moduli.typed_data(),      itw.typed_data(),
            itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(),
-           static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
+           static_cast<int>(s.limbs), s.log_n, 0, 1, 0, 0};
   return lazy ? run_ntt<true, true>(stream, s, x.typed_data(), y->typed_data(), t)
               : run_ntt<true, false>(stream, s, x.typed_data(), y->typed_data(), t);
 }

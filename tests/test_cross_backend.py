@@ -66,34 +66,39 @@ def test_batched_ntt_and_bconv_cpu_equals_gpu(width, batch, devices, rng):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-_CHUNKED_SCRIPT = """
+_TWO_PHASE_SCRIPT = """
 import jax, jax.numpy as jnp, numpy as np
 from jax_fhe import ops, rns
-n = 1 << 16
-ps = rns.ntt_primes(30, 7, n)
 rng = np.random.default_rng(3)
-x = np.stack([rng.integers(0, q, size=(8, n), dtype=np.uint64) for q in ps], axis=1).astype(np.uint32)
-outs = []
-for dev in (jax.devices("cpu")[0], jax.devices("gpu")[0]):
-    c, xd = jax.device_put(rns.make_context(ps, n), dev), jax.device_put(jnp.asarray(x), dev)
-    X = ops.ntt(xd, c)
-    outs.append([np.asarray(X), np.asarray(ops.intt(X, c))])
-for a, b in zip(*outs):
-    np.testing.assert_array_equal(a, b)
-np.testing.assert_array_equal(outs[0][1], x)
-print("chunked ok")
+for log_n in (14, 15, 16):
+    n = 1 << log_n
+    ps = rns.ntt_primes(30, 7, n)
+    x = np.stack([rng.integers(0, q, size=(8, n), dtype=np.uint64) for q in ps], axis=1).astype(np.uint32)
+    outs = []
+    for dev in (jax.devices("cpu")[0], jax.devices("gpu")[0]):
+        c, xd = jax.device_put(rns.make_context(ps, n), dev), jax.device_put(jnp.asarray(x), dev)
+        X = ops.ntt(xd, c)
+        outs.append([np.asarray(X), np.asarray(ops.intt(X, c))])
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(outs[0][1], x)
+print("two-phase ok")
 """
 
 
-def test_chunked_ntt_cpu_equals_gpu(devices):
-    """The GPU NTT's optional L2-sized chunking (limb windows x batch windows, set through
-    JAX_FHE_NTT_CHUNK_BYTES, read once per process) gives the same bits: a batch of 8 x 7 limbs
-    in chunks of one limb x 4 batch entries (the budget of 6 polynomials rounded down to P = 4)."""
+@pytest.mark.parametrize("chunked", [False, True])
+def test_two_phase_ntt_cpu_equals_gpu(chunked, devices):
+    """On sm_90+ the NTT at N = 2^16 with primes below 2^30 runs as one cluster kernel;
+    JAX_FHE_NTT_CLUSTER=0 (read once per process) selects the two-phase kernels that older GPUs
+    and other sizes use, checked here at 2^14..2^16, unchunked and with the optional L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES:
+    a budget of 6 polynomials, i.e. chunks of one limb x 4 batch entries at P = 4)."""
     import os
     import subprocess
     import sys
 
-    env = dict(os.environ, JAX_FHE_NTT_CHUNK_BYTES=str(6 * (1 << 16) * 4))
-    r = subprocess.run([sys.executable, "-c", _CHUNKED_SCRIPT], env=env, capture_output=True,
+    env = dict(os.environ, JAX_FHE_NTT_CLUSTER="0")
+    if chunked:
+        env["JAX_FHE_NTT_CHUNK_BYTES"] = str(6 * (1 << 16) * 4)
+    r = subprocess.run([sys.executable, "-c", _TWO_PHASE_SCRIPT], env=env, capture_output=True,
                        text=True, timeout=600)
-    assert r.returncode == 0 and "chunked ok" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "two-phase ok" in r.stdout, r.stdout + r.stderr

@@ -1,0 +1,212 @@
+// Device code shared by the CUDA NTT kernels (ntt_cuda.cu: two-phase kernels and the FFI
+// handlers; ntt_cluster_cuda.cu: the sm_90 single-pass cluster kernel). Kept in two translation
+// units so that the build compiles them in parallel.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common.h"
+#include "modarith.h"
+
+namespace jax_fhe {
+namespace ntt_cuda {
+
+
+constexpr int R = 8;        // elements per thread in the two-phase kernels (radix-8 rounds)
+
+struct Tables {
+  const int32_t* rows;
+  const uint32_t* moduli;
+  const uint32_t* tw;
+  const uint32_t* tw_shoup;
+  const uint32_t* scale;        // N^-1 (inverse only)
+  const uint32_t* scale_shoup;
+  int limbs;
+  int log_n;
+  // the launch covers limbs [limb0, limb0 + limb_count) of batch entries [batch0, ...):
+  // blockIdx.y = batch_offset * limb_count + limb_offset (limb-major within the batch, so the
+  // blocks sharing one limb's twiddle table run close together and reuse it from L2)
+  int limb0;
+  int limb_count;
+  int64_t batch0;
+  int64_t batch_count;  // cluster kernel: batch entries in the launch (limb-major grid)
+  // first of the block's P polynomials; the others follow at a stride of `limbs` polynomials
+  template <int P>
+  __device__ __forceinline__ int64_t poly0() const {
+    const int64_t b = batch0 + static_cast<int64_t>(blockIdx.y / limb_count) * P;
+    return b * limbs + limb0 + blockIdx.y % limb_count;
+  }
+};
+
+// Geometry of one round: local stages [sig_lo, sig_lo + rho) of a size-2^K sub-transform whose
+// threads hold 2^LOGR elements each. The thread owns G = 2^LOGR >> rho units of 2^rho elements;
+// unit v's elements sit at u = base(v) + e * tau, tau = 2^K >> (sig_lo + rho).
+template <int LOGR, int K>
+struct Round {
+  static constexpr int kR = 1 << LOGR;
+  int sig_lo, rho;
+  __device__ __forceinline__ int tau() const { return (1 << K) >> (sig_lo + rho); }
+  __device__ __forceinline__ int index(int tt, int gi, int e) const {
+    const int units_per_group = (1 << K) / kR;  // == threads per sub-transform
+    const int v = gi * units_per_group + tt;
+    const int t = tau();
+    const int low = v & (t - 1);
+    const int high = v / t;
+    return ((high * t) << rho) + low + e * t;
+  }
+};
+
+template <int LOGR, int K>
+__device__ __forceinline__ Round<LOGR, K> forward_round(int rd) {
+  int lo = LOGR * rd;
+  return Round<LOGR, K>{lo, min(LOGR, K - lo)};
+}
+
+// Inverse rounds are the forward rounds in reverse order.
+template <int LOGR, int K>
+__device__ __forceinline__ Round<LOGR, K> inverse_round(int rd) {
+  constexpr int kRounds = (K + LOGR - 1) / LOGR;
+  return forward_round<LOGR, K>(kRounds - 1 - rd);
+}
+
+// One round of butterflies on the thread's registers. For unit v (high = v / tau) at local
+// stage sigma = sig_lo + d, the group index u >> (K - sigma) equals (high << d) + (e >> (rho - d)),
+// so each distinct twiddle is loaded once per unit.
+template <int LOGR, int K, int P, bool INVERSE, bool LAZY>
+__device__ __forceinline__ void compute_round(uint32_t (&x)[P][1 << LOGR], const Round<LOGR, K>& rd,
+                                              int tt, uint32_t W, const uint32_t* __restrict__ tw,
+                                              const uint32_t* __restrict__ tws, uint32_t q) {
+  constexpr int kR = 1 << LOGR;
+  const int span = 1 << rd.rho;
+  const int groups = kR >> rd.rho;
+  const int units_per_group = (1 << K) / kR;
+#pragma unroll
+  for (int qs = 0; qs < LOGR; ++qs) {
+    if (qs >= rd.rho) break;
+    const int d = INVERSE ? rd.rho - 1 - qs : qs;  // sigma - sig_lo
+    const int sigma = rd.sig_lo + d;
+    const int h = 1 << (rd.rho - 1 - d);           // pair distance in e
+#pragma unroll
+    for (int gi = 0; gi < kR; ++gi) {
+      if (gi >= groups) break;
+      const uint32_t high = static_cast<uint32_t>(gi * units_per_group + tt) / rd.tau();
+      const uint32_t tw0 = (W << sigma) + (high << d);
+      // fixed trip counts so the loops unroll completely and x[] stays in registers
+#pragma unroll
+      for (int j = 0; j < kR / 2; ++j) {
+        if (j >= (1 << d)) break;
+        const uint32_t w = __ldg(tw + tw0 + j), ws = __ldg(tws + tw0 + j);
+#pragma unroll
+        for (int ee = 0; ee < kR; ++ee) {
+          if (ee >= (1 << (rd.rho - d))) break;
+          const int e = (j << (rd.rho - d)) + ee;
+          if (e & h) continue;
+#pragma unroll
+          for (int p = 0; p < P; ++p) {
+            uint32_t& a = x[p][gi * span + e];
+            uint32_t& b = x[p][gi * span + e + h];
+            if (INVERSE) {
+              if (LAZY) gs_butterfly_lazy(a, b, w, ws, q); else gs_butterfly(a, b, w, ws, q);
+            } else {
+              if (LAZY) ct_butterfly_lazy(a, b, w, ws, q); else ct_butterfly(a, b, w, ws, q);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Run all rounds of a size-2^K sub-transform on P polynomials. LoadG/StoreG map (polynomial p,
+// local index u) to the phase's source and destination (global memory, or for the cluster
+// kernel a shared-memory tile); Smem maps them to a shared-memory slot for the exchanges
+// between rounds. AfterLoad runs once the first round's loads are issued. With CONTIG, a round
+// whose units hold runs of consecutive elements moves them as 16-byte vectors (LoadG4/StoreG4).
+template <int LOGR, int K, int P, bool INVERSE, bool LAZY, bool CONTIG, typename LoadG,
+          typename StoreG, typename Smem, typename LoadG4, typename StoreG4, typename AfterLoad>
+__device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* tw,
+                                           const uint32_t* tws, uint32_t q, uint32_t* smem,
+                                           LoadG load_g, StoreG store_g, Smem sidx,
+                                           LoadG4 load_g4, StoreG4 store_g4, AfterLoad after_load) {
+  constexpr int kR = 1 << LOGR;
+  constexpr int kRounds = (K + LOGR - 1) / LOGR;
+  uint32_t x[P][kR];
+  auto round_at = [](int rd) {
+    return INVERSE ? inverse_round<LOGR, K>(rd) : forward_round<LOGR, K>(rd);
+  };
+  {
+    const Round<LOGR, K> r0 = round_at(0);
+    const int span = 1 << r0.rho;
+    if (CONTIG && r0.tau() == 1 && span >= 4) {
+#pragma unroll
+      for (int i4 = 0; i4 < kR / 4; ++i4) {
+        const int i = 4 * i4;
+#pragma unroll
+        for (int p = 0; p < P; ++p) {
+          const uint4 v = load_g4(p, r0.index(tt, i / span, i % span));
+          x[p][i] = v.x; x[p][i + 1] = v.y; x[p][i + 2] = v.z; x[p][i + 3] = v.w;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kR; ++i) {
+#pragma unroll
+        for (int p = 0; p < P; ++p) x[p][i] = load_g(p, r0.index(tt, i / span, i % span));
+      }
+    }
+  }
+  after_load();
+#pragma unroll
+  for (int rd = 0; rd < kRounds; ++rd) {
+    const Round<LOGR, K> cur = round_at(rd);
+    compute_round<LOGR, K, P, INVERSE, LAZY>(x, cur, tt, W, tw, tws, q);
+    const int span = 1 << cur.rho;
+    if (rd + 1 < kRounds) {
+#pragma unroll
+      for (int i = 0; i < kR; ++i) {
+#pragma unroll
+        for (int p = 0; p < P; ++p) smem[sidx(p, cur.index(tt, i / span, i % span))] = x[p][i];
+      }
+      __syncthreads();
+      const Round<LOGR, K> nxt = round_at(rd + 1);
+      const int nspan = 1 << nxt.rho;
+#pragma unroll
+      for (int i = 0; i < kR; ++i) {
+#pragma unroll
+        for (int p = 0; p < P; ++p) x[p][i] = smem[sidx(p, nxt.index(tt, i / nspan, i % nspan))];
+      }
+      __syncthreads();
+    } else if (CONTIG && cur.tau() == 1 && span >= 4) {
+#pragma unroll
+      for (int i4 = 0; i4 < kR / 4; ++i4) {
+        const int i = 4 * i4;
+#pragma unroll
+        for (int p = 0; p < P; ++p)
+          store_g4(p, cur.index(tt, i / span, i % span),
+                   make_uint4(x[p][i], x[p][i + 1], x[p][i + 2], x[p][i + 3]));
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kR; ++i) {
+#pragma unroll
+        for (int p = 0; p < P; ++p) store_g(p, cur.index(tt, i / span, i % span), x[p][i]);
+      }
+    }
+  }
+}
+
+struct NoHook {
+  __device__ __forceinline__ void operator()() const {}
+};
+
+
+// The single-pass cluster path (ntt_cluster_cuda.cu): kNotRun where the device, size or prime
+// width does not allow it (the caller then runs the two-phase kernels).
+enum class ClusterRun { kNotRun, kRan, kFailed };
+ClusterRun run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
+                           uint32_t* dst, Tables t, bool inverse, bool lazy);
+
+}  // namespace ntt_cuda
+}  // namespace jax_fhe

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One device call for performance work: build (sm_90a) + the kernel tests, then the NTT with and
+# without the cluster kernel, BConv with 4/2/1 coefficients per thread (GPU clocks and power
+# logged alongside, to tell throttling from kernel time), the CKKS benchmark and, if present,
+# the PIR stage profile. Each part can be skipped (SKIP_NTT, SKIP_BCONV, SKIP_CKKS, SKIP_PIR=1).
+# Logs under $OUT.   bash scripts/gpu_perf.sh [pytest-args for the kernel tests]
+set -uo pipefail
+OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+SKIP_BENCH=1 bash scripts/gpu_run.sh ${KERNEL_TESTS:-tests/test_ntt.py tests/test_bconv.py tests/test_cross_backend.py} "$@" || exit 1
+B="python3 benchmarks/bench_kernels.py --backend gpu"
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+  --format=csv -lms 200 > "$OUT/smi.csv" 2>&1 &
+SMI=$!
+if [ "${SKIP_NTT:-0}" != "1" ]; then
+  for cl in 1 0; do
+    echo "== NTT, JAX_FHE_NTT_CLUSTER=$cl"
+    JAX_FHE_NTT_CLUSTER=$cl timeout 120 $B --kernels ntt --limbs 48 --batches 1,4,16 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth"
+  done
+fi
+if [ "${SKIP_BCONV:-0}" != "1" ]; then
+  for v in ${BCONV_VEC_SWEEP:-4 2}; do
+    echo "== BConv, JAX_FHE_BCONV_VEC=$v"
+    JAX_FHE_BCONV_VEC=$v timeout 120 $B --kernels bconv --batches 4,16 --bconv-out 48 2>&1 | grep -E "^bconv30|^bconv31"
+  done
+fi
+if [ "${SKIP_CKKS:-0}" != "1" ]; then
+  echo "== CKKS"
+  timeout 240 python3 benchmarks/bench_ckks.py --batch 8 --out "$OUT/ckks.json" 2>&1 | tee "$OUT/ckks.log" | tail -25
+fi
+if [ "${SKIP_PIR:-0}" != "1" ] && [ -f benchmarks/profile_pir.py ]; then
+  echo "== PIR stages"
+  timeout ${PIR_TIMEOUT:-200} python3 benchmarks/profile_pir.py ${PIR_ARGS:---gib 1 --batches 1 32 --reps 3} --out "$OUT/pir_stages.json" 2>&1 | tee "$OUT/pir.log" | tail -40
+fi
+kill $SMI 2>/dev/null
+awk -F', ' 'NR>1 {n++; c+=$2; p+=$4} END {if (n) printf "smi: %d samples, mean SM clock %.0f MHz, mean power %.0f W\n", n, c/n, p/n}' "$OUT/smi.csv"
