@@ -15,6 +15,7 @@ The DB is random bytes generated on the device (never zeros); the hint is comput
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 
 import jax
@@ -34,12 +35,37 @@ def peak_bytes():
     return stats.get("peak_bytes_in_use")
 
 
+#: Bytes of the random DB drawn per step: jax.random.bits holds ~3 temporaries the size of its
+#: output (CPU compile of one 16 GiB draw: 48 GiB of temporaries), so the DB is drawn in steps.
+DB_STEP_BYTES = 1 << 26
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def random_db(rows, cols, seed):
+    """Random bytes int8[rows, cols] (cols % 4 == 0; not an all-zero DB) in ONE jitted call that
+    allocates only the DB plus one step's temporaries: uint32 words drawn DB_STEP_BYTES at a
+    time (one key per step) and bitcast to bytes inside the jit (eagerly, as before, the
+    bitcast and the reshape each returned a DB-sized copy)."""
+    step = max(d for d in range(1, rows + 1) if rows % d == 0 and d * cols <= max(DB_STEP_BYTES, cols))
+    keys = jax.random.split(jax.random.key(seed), rows // step)
+
+    def draw(key):  # bitcast per step: on the stacked words it would copy the whole DB
+        words = jax.random.bits(key, (step, cols // 4), jnp.uint32)
+        return jax.lax.bitcast_convert_type(words, jnp.int8).reshape(step, cols)
+
+    return jax.lax.map(draw, keys).reshape(rows, cols)
+
+
 def build_server(params, tables, seed):
-    words = jax.random.bits(jax.random.key(seed), (params.rows, params.cols // 4), jnp.uint32)
-    db = jax.lax.bitcast_convert_type(words, jnp.int8).reshape(params.rows, params.cols)
-    del words
+    """A Server for a random DB: the DB and its hint planes are the only large buffers."""
+    db = random_db(params.rows, params.cols, seed)
     planes = pr.compute_hint(params, db, tables, progress=False)
     return pr.Server(db=db, planes=planes, tables=tables, params=params)
+
+
+def quick_params(protocol, rng):
+    """Tiny insecure instance for CPU smoke runs (toy ring N = 1024, toy LWE)."""
+    return pr.make_params(protocol, blocks=4, cols=64, lwe=LWE_TOY, ring=ring.RING_TOY, rng=rng)
 
 
 def main():
@@ -55,9 +81,8 @@ def main():
     a = ap.parse_args()
     rng = HostRandom.insecure_deterministic(1)
     if a.quick:
-        rp, configs, a.batches, a.reps = ring.RING_TOY, [], [1, 2], 2
-        for proto in a.protocols:
-            configs.append((proto, None, pr.make_params(proto, blocks=4, cols=64, lwe=LWE_TOY, ring=rp, rng=rng)))
+        rp, a.batches, a.reps = ring.RING_TOY, [1, 2], 2
+        configs = [(proto, None, quick_params(proto, rng)) for proto in a.protocols]
     else:
         rp = ring.RING_N4096
         configs = [(proto, g, pr.paper_params(proto, g, rng=rng)) for g in a.gib for proto in a.protocols]

@@ -183,3 +183,27 @@ def test_full_size_1gib(device, put, protocol):
     query, secret = pr.client_query(keys, tables, idx, rng)
     ans = pr.answer(server, put(keys.public), put(query))
     np.testing.assert_array_equal(pr.decode(keys, tables, secret, ans), recs[idx])
+
+
+def test_pack_query_groups_exact(device, put, toy_tables):
+    """The shared-hint packing GEMM cut into groups of queries (small max_temp_bytes: lax.map
+    over groups, the batch padded when the groups do not divide it) is bit-identical to one
+    GEMM for the batch, and extra expanded slots past n (the hybrid's selector slots) are
+    ignored."""
+    from jax_fhe.pir import exppack as ep
+    rp, n, blocks, bsz = ring.RING_TOY, 12, 2, 5
+    rng = np.random.default_rng(3)
+    h_raw = rng.integers(0, 1 << 32, size=(blocks * rp.n, n), dtype=np.uint64).astype(np.uint32)
+    planes = jax.jit(ep.hint_planes)(put(jnp.asarray(h_raw)), put(toy_tables))
+    q = np.array(rp.primes, dtype=np.uint64)[:, None]
+    special = (rng.integers(0, 1 << 29, size=(bsz, n + 3, 2, rp.limbs, rp.n), dtype=np.uint64) % q)
+    special = put(jnp.asarray(special.astype(np.uint32)))
+    y = put(jnp.asarray(rng.integers(0, 1 << 32, size=(bsz, blocks * rp.n), dtype=np.uint64).astype(np.uint32)))
+    per_query = 32 * rp.n * rp.limbs * 4 * blocks                    # int32 products of one query
+    pack = jax.jit(ep.pack, static_argnames="max_temp_bytes")
+    whole = np.asarray(pack(planes, special, y, put(toy_tables), max_temp_bytes=bsz * per_query))
+    assert whole.shape == (bsz, blocks, 2, rp.limbs, rp.n)
+    for budget in (per_query, 2 * per_query + 1, 3 * per_query):     # groups of 1, 2 (+1 pad), 3 (+1 pad)
+        grouped = pack(planes, special, y, put(toy_tables), max_temp_bytes=budget)
+        np.testing.assert_array_equal(np.asarray(grouped), whole)
+    np.testing.assert_array_equal(np.asarray(pack(planes, special[:, :n], y, put(toy_tables))), whole)

@@ -138,46 +138,76 @@ def hint_planes(h_raw: jax.Array, tables: RingTables) -> jax.Array:
     return split_planes(polys.transpose(3, 2, 0, 1))                        # [N, L, 4 blocks, n]
 
 
+#: Default bound (bytes) on the int32 plane products of the shared-hint packing GEMM that are
+#: alive at once (see :func:`_pack_shared`). 6 GiB: at the paper's hybrid layout (384 MiB of
+#: products per query) a batch of 32 runs as 2 groups, i.e. reads the 15 GiB of planes twice,
+#: and a 16 GiB DB answers within ~44 GiB (CPU compile). Read at trace time: benchmarks may
+#: change it before jitting.
+PACK_TEMP_BYTES = 6 << 30
+
+
 def pack(planes: jax.Array, special: jax.Array, y: jax.Array, tables: RingTables, *,
-         max_temp_bytes: int = 1 << 28) -> jax.Array:
+         max_temp_bytes: int | None = None) -> jax.Array:
     """Pack LWE answers for a batch of queries.
 
     planes:  int8[N, L, 4 blocks, n] from :func:`hint_planes` (shared by the batch), or
              int8[B, N, L, 4 blocks, n] (one per query, e.g. double-packing's second pack).
-    special: uint32[B, n, 2, L, N] expanded special ciphertexts (NTT domain).
+    special: uint32[B, >= n, 2, L, N] expanded special ciphertexts (NTT domain); only the
+             first n are used (the caller may pass all expanded slots: no sliced copy).
     y:       uint32[B, blocks * N] LWE b-parts mod 2^32 (rounded to 2^18 here).
+    max_temp_bytes: shared planes only: bound on the int32 plane products alive at once
+             (default :data:`PACK_TEMP_BYTES`); see :func:`_pack_shared`.
     Returns uint32[B, blocks, 2, L, N]: RLWE ciphertexts of the LWE phases mod 2^18.
     """
     params = tables.params
     n_ring, limbs = params.n, params.limbs
-    bsz, n = special.shape[0], special.shape[1]
+    bsz, n = special.shape[0], planes.shape[-1]
     per_query = planes.ndim == 5
     blocks = planes.shape[-2] // 4
-    if special.shape[2:] != (2, limbs, n_ring) or planes.shape[-1] != n or y.shape != (bsz, blocks * n_ring):
+    if (special.shape[2:] != (2, limbs, n_ring) or special.shape[1] < n
+            or y.shape != (bsz, blocks * n_ring)):
         raise ValueError(f"pack: shapes do not match: planes {planes.shape}, special {special.shape}, y {y.shape}")
     if per_query:
-        rhs = special.transpose(0, 4, 3, 1, 2)                              # [B, N, L, n, 2]
+        rhs = special[:, :n].transpose(0, 4, 3, 1, 2)                       # [B, N, L, n, 2]
         out = mod_matmul(planes, rhs, params.primes, limb_axis=2)           # [B, N, L, blocks, 2]
         out = out.transpose(0, 3, 4, 2, 1)
     else:
-        rhs = special.transpose(4, 3, 1, 0, 2).reshape(n_ring, limbs, n, 2 * bsz)   # [N, L, n, 2B]
-        per_slot = limbs * 4 * blocks * 8 * bsz * 4                         # int32 plane products
-        chunks = _chunks(n_ring, per_slot, max_temp_bytes)
-        if chunks == 1:
-            out = mod_matmul(planes, rhs, params.primes, limb_axis=1)
-        else:
-            sl = n_ring // chunks
-            out = jax.lax.map(lambda pr: mod_matmul(pr[0], pr[1], params.primes, limb_axis=1),
-                              (planes.reshape((chunks, sl) + planes.shape[1:]),
-                               rhs.reshape((chunks, sl) + rhs.shape[1:])))
-            out = out.reshape((n_ring,) + out.shape[2:])
-        out = out.reshape(n_ring, limbs, blocks, bsz, 2).transpose(3, 2, 4, 1, 0)   # [B, blocks, 2, L, N]
+        budget = PACK_TEMP_BYTES if max_temp_bytes is None else int(max_temp_bytes)
+        out = _pack_shared(planes, special, params.primes, budget)
     g = scale_by_delta(ntt(lift(round_to_p(y).reshape(bsz, blocks, n_ring), tables), tables.ctx), tables)
     return out.at[:, :, 1].set(add_mod(out[:, :, 1], g, tables.ctx))
 
 
-def _chunks(total: int, per_item: int, budget: int) -> int:
-    chunks = 1
-    while chunks < total and per_item * (total // chunks) > budget:
-        chunks *= 2
-    return chunks
+def _pack_shared(planes: jax.Array, special: jax.Array, primes: tuple, budget: int) -> jax.Array:
+    """H . C for the shared hint planes int8[N, L, 4 blocks, n] and special uint32[B, >= n, 2, L, N]
+    -> uint32[B, blocks, 2, L, N], in groups of queries whose int32 plane products fit ``budget``.
+
+    One query's products are int32[N, L, 4 blocks, 4 x 2] (128 bytes per slot, limb and block:
+    1/40 of the planes at n = 1280; 384 MiB at N = 4096, blocks = 256), so a group of c queries
+    holds c times that. Groups are cut along the batch and each re-reads the planes, which are
+    never sliced: chunking over slots instead (the previous scheme) made XLA materialise each
+    dynamic slice of the planes before its GEMM (CPU compile: 2 steps of 7.5 GiB at batch 1 with
+    the old 256 MiB budget), an extra write and read of all the planes. A batch that the groups
+    do not divide is padded with zero queries (their outputs are dropped).
+    """
+    bsz = special.shape[0]
+    per_query = 32 * planes.shape[0] * planes.shape[1] * planes.shape[2]
+    count = -(-bsz // max(1, budget // per_query))                  # number of groups
+    if count == 1:
+        return _shared_products(planes, special, primes)
+    group = -(-bsz // count)
+    if count * group > bsz:
+        special = jnp.pad(special, [(0, count * group - bsz)] + [(0, 0)] * (special.ndim - 1))
+    groups = special.reshape((count, group) + special.shape[1:])
+    out = jax.lax.map(lambda sp: _shared_products(planes, sp, primes), groups)
+    return out.reshape((count * group,) + out.shape[2:])[:bsz]
+
+
+def _shared_products(planes, special, primes):
+    """One group: planes int8[N, L, 4 blocks, n], special uint32[c, >= n, 2, L, N] ->
+    uint32[c, blocks, 2, L, N] (one batched GEMM over the N L (slot, limb) pairs)."""
+    n_ring, limbs, rows, n = planes.shape
+    c = special.shape[0]
+    rhs = special[:, :n].transpose(4, 3, 1, 0, 2).reshape(n_ring, limbs, n, 2 * c)    # [N, L, n, 2c]
+    out = mod_matmul(planes, rhs, primes, limb_axis=1)                              # [N, L, blocks, 2c]
+    return out.reshape(n_ring, limbs, rows // 4, c, 2).transpose(3, 2, 4, 1, 0)

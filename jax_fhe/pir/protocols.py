@@ -357,13 +357,15 @@ def compute_hint(params: VIPIRParams, db: jax.Array, tables: RingTables, *, prog
     a = public_matrix(params.a_seed, params.cols, nl)
     step = max(1, min(int(blocks_per_step), params.blocks))
     starts = range(0, params.blocks, step)
-    planes = jnp.zeros((n, limbs, 4, params.blocks, nl), jnp.int8)
+    # Allocated once in its final shape and filled in place: a reshape outside jit would copy
+    # the planes (as large as a 16 GiB DB at N = 4096, blocks = 256, n = 1280).
+    planes = jnp.zeros((n, limbs, 4 * params.blocks, nl), jnp.int8)
     show = len(starts) > 1 if progress is None else bool(progress)
     for b0 in tqdm(starts, desc="VIPIR hint", unit="step", disable=not show):
         cnt = min(step, params.blocks - b0)
         chunk = _hint_step(db[b0 * n:(b0 + cnt) * n], a, tables)
         planes = _insert(planes, chunk.reshape(n, limbs, 4, cnt, nl), b0)
-    return planes.reshape(n, limbs, 4 * params.blocks, nl)
+    return planes
 
 
 @jax.jit
@@ -373,7 +375,11 @@ def _hint_step(db_rows, a, tables):
 
 @functools.partial(jax.jit, donate_argnums=0)
 def _insert(planes, chunk, b0):
-    return lax.dynamic_update_slice(planes, chunk, (0, 0, 0, b0, 0))
+    """planes int8[N, L, 4 blocks, n] (donated: updated in place) <- chunk int8[N, L, 4, cnt, n]
+    at blocks b0 .. b0 + cnt - 1 of each of the 4 byte planes."""
+    n, limbs, rows, nl = planes.shape
+    view = planes.reshape(n, limbs, 4, rows // 4, nl)                   # free inside jit
+    return lax.dynamic_update_slice(view, chunk, (0, 0, 0, b0, 0)).reshape(planes.shape)
 
 
 def first_fold(server: Server, query: Query) -> jax.Array:
@@ -405,7 +411,7 @@ def expand_query(server: Server, keys: PublicKeys, query: Query) -> jax.Array:
 
 def pack_first(server: Server, expanded: jax.Array, y: jax.Array) -> jax.Array:
     """(3): blocks RLWE ciphertexts per query, uint32[B, blocks, 2, L, N]."""
-    return ep.pack(server.planes, expanded[:, : server.params.lwe.n], y, server.tables)
+    return ep.pack(server.planes, expanded, y, server.tables)      # uses the first n slots
 
 
 def hybrid_fold(server: Server, keys: PublicKeys, expanded: jax.Array, packed: jax.Array) -> jax.Array:
@@ -452,17 +458,27 @@ def _answer(server, keys, query):
 def after_first_fold(server: Server, keys: PublicKeys, query: Query, y: jax.Array) -> Answer:
     """Everything after the DB GEMM, for answers y: uint32[B, rows] (also the per-device part of
     the sharded server, which needs only ``server.planes``/``tables``, not the DB)."""
-    params = server.params
     expanded = expand_query(server, keys, query)
     packed = pack_first(server, expanded, y)
+    folded = second_stage(server, keys, query, expanded, packed)
+    return Answer(ct=rg.mod_switch(folded, server.tables), params=server.params)
+
+
+def second_stage(server: Server, keys: PublicKeys, query: Query, expanded: jax.Array,
+                 packed: jax.Array) -> jax.Array:
+    """The protocol's step between the first pack and the final switch, on packed
+    uint32[B, blocks, 2, L, N]: the hybrid's CMUX fold (-> [B, 1, 2, L, N]), double-packing's
+    switch + second fold + pack (-> [B, 8, 2, L, N]), nothing for ExpPack(S). Streamed (STREAM
+    queries at a time). A function of its own so that benchmarks can time it alone."""
+    params = server.params
     if params.protocol == "hybrid":
-        packed = _streamed(lambda e, pk: hybrid_fold(server, keys, e, pk), (expanded, packed),
-                           packed.shape[0])
+        return _streamed(lambda e, pk: hybrid_fold(server, keys, e, pk), (expanded, packed),
+                         packed.shape[0])
     if params.protocol == "double":
         switched = rg.mod_switch(packed, server.tables)
-        packed = _streamed(lambda e, sw, b2: double_second(server, e, sw, b2),
-                           (expanded, switched, query.b2), switched.shape[0])
-    return Answer(ct=rg.mod_switch(packed, server.tables), params=params)
+        return _streamed(lambda e, sw, b2: double_second(server, e, sw, b2),
+                         (expanded, switched, query.b2), switched.shape[0])
+    return packed
 
 
 # --- checks -------------------------------------------------------------------------------------
