@@ -9,7 +9,7 @@ export PYTHONUNBUFFERED=1
 SKIP_BENCH=1 bash scripts/gpu_run.sh tests/test_ntt.py tests/test_bconv.py tests/test_cross_backend.py "$@" || exit 1
 B="python3 benchmarks/bench_kernels.py --backend gpu"
 # sweep: polynomials per thread x chunk bytes ("default" = the handler's choice)
-for cl in ${NTT_CLUSTER_SWEEP:-1 0}; do
+for cl in ${NTT_CLUSTER_SWEEP:-0 1}; do
 for c in ${NTT_CHUNK_SWEEP:-default}; do
   for p in ${NTT_P_SWEEP:-4}; do
     echo "== JAX_FHE_NTT_CLUSTER=$cl JAX_FHE_NTT_MAX_P=$p JAX_FHE_NTT_CHUNK_BYTES=$c"

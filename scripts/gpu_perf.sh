@@ -13,7 +13,7 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
   --format=csv -lms 200 > "$OUT/smi.csv" 2>&1 &
 SMI=$!
 if [ "${SKIP_NTT:-0}" != "1" ]; then
-  for cl in ${NTT_CLUSTER_SWEEP:-1 0}; do
+  for cl in ${NTT_CLUSTER_SWEEP:-0 1}; do
     echo "== NTT, JAX_FHE_NTT_CLUSTER=$cl"
     JAX_FHE_NTT_CLUSTER=$cl timeout 120 $B --kernels ntt --limbs 48 --batches 1,4,16 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth"
   done

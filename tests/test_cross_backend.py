@@ -66,7 +66,7 @@ def test_batched_ntt_and_bconv_cpu_equals_gpu(width, batch, devices, rng):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-_TWO_PHASE_SCRIPT = """
+_NTT_VARIANT_SCRIPT = """
 import jax, jax.numpy as jnp, numpy as np
 from jax_fhe import ops, rns
 rng = np.random.default_rng(3)
@@ -82,23 +82,24 @@ for log_n in (14, 15, 16):
     for a, b in zip(*outs):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(outs[0][1], x)
-print("two-phase ok")
+print("variant ok")
 """
 
 
-@pytest.mark.parametrize("chunked", [False, True])
-def test_two_phase_ntt_cpu_equals_gpu(chunked, devices):
-    """On sm_90+ the NTT at N = 2^16 with primes below 2^30 runs as one cluster kernel;
-    JAX_FHE_NTT_CLUSTER=0 (read once per process) selects the two-phase kernels that older GPUs
-    and other sizes use, checked here at 2^14..2^16, unchunked and with the optional L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES:
-    a budget of 6 polynomials, i.e. chunks of one limb x 4 batch entries at P = 4)."""
+@pytest.mark.parametrize("variant", ["two-phase", "chunked", "cluster"])
+def test_ntt_variants_cpu_equals_gpu(variant, devices):
+    """The GPU NTT's optional paths, each selected through an environment variable read once per
+    process, give the CPU's bits at N = 2^14..2^16: the two-phase kernels (the default), their
+    L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES: a budget of 6 polynomials, i.e. chunks of one
+    limb x 4 batch entries at P = 4), and the sm_90 single-pass cluster kernel
+    (JAX_FHE_NTT_CLUSTER=1; N = 2^16 with primes below 2^30, other sizes fall back)."""
     import os
     import subprocess
     import sys
 
-    env = dict(os.environ, JAX_FHE_NTT_CLUSTER="0")
-    if chunked:
+    env = dict(os.environ, JAX_FHE_NTT_CLUSTER="1" if variant == "cluster" else "0")
+    if variant == "chunked":
         env["JAX_FHE_NTT_CHUNK_BYTES"] = str(6 * (1 << 16) * 4)
-    r = subprocess.run([sys.executable, "-c", _TWO_PHASE_SCRIPT], env=env, capture_output=True,
+    r = subprocess.run([sys.executable, "-c", _NTT_VARIANT_SCRIPT], env=env, capture_output=True,
                        text=True, timeout=600)
-    assert r.returncode == 0 and "two-phase ok" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "variant ok" in r.stdout, r.stdout + r.stderr
