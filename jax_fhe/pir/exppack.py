@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import lwe
-from ..ops import add_mod, mul_limb_consts, mul_mod, ntt, sub_mod
+from ..ops import add_mod, automorphism_ntt, mul_limb_consts, mul_mod, ntt, sub_mod
 from ..rlwe import gadget as gd
 from ..rns import HostRandom
 from ..rns._pytree import pytree_dataclass, static_field
@@ -97,20 +97,34 @@ def expand(ct: jax.Array, keys: ExpansionKeys, tables: RingTables, count: int) -
     if not 1 <= count <= 1 << lvl:
         raise ValueError(f"expand: {lvl} expansion levels give at most {1 << lvl} ciphertexts, asked for {count}")
     ctx = tables.ctx
-    nodes = mul_limb_consts(ct, tables.two_inv_pows[lvl], ctx)[:, None]                                  # [B, 1, 2, L, N]
+    # The a- and b-parts of the nodes are kept as separate arrays: the automorphism of the
+    # a-part is then a whole buffer for the inverse NTT of the gadget decomposition (slicing it
+    # out of a stacked [.., 2, L, N] array would copy it first). They are stacked once at the
+    # end, in the same fused pass as the last level's sums.
+    ct = mul_limb_consts(ct, tables.two_inv_pows[lvl], ctx)[:, None]                    # [B, 1, 2, L, N]
+    node_a, node_b = ct[:, :, 0], ct[:, :, 1]                                           # [B, w, L, N]
     for j, g in enumerate(keys.galois):
-        sub = gd.automorphism(nodes, gd.GadgetKey(rows=keys.rows[j], galois=g), tables.ks, ctx)
-        width = 1 << j
-        keep_even = min(width, count)
-        keep_odd = max(0, min(width, count - width))
-        even = add_mod(nodes[:, :keep_even], sub[:, :keep_even], ctx)
-        if keep_odd:
-            diff = sub_mod(nodes[:, :keep_odd], sub[:, :keep_odd], ctx)
-            odd = mul_mod(diff, jnp.broadcast_to(tables.x_inv_pows[j], diff.shape), ctx)
-            nodes = jnp.concatenate([even, odd], axis=1)
-        else:
-            nodes = even
-    return nodes[:, :count]
+        aut_a, aut_b = automorphism_ntt(node_a, g), automorphism_ntt(node_b, g)
+        sub = gd.key_switch_a(aut_a, keys.rows[j], tables.ks, ctx)                      # [B, w, 2, L, N]
+        node_a = _next_level(node_a, sub[:, :, 0], j, count, tables)
+        node_b = _next_level(node_b, add_mod(sub[:, :, 1], aut_b, ctx), j, count, tables)
+    return jnp.stack([node_a, node_b], axis=2)[:, :count]
+
+
+def _next_level(nodes: jax.Array, sub: jax.Array, j: int, count: int, tables: RingTables) -> jax.Array:
+    """One expansion level on one part: nodes, sub uint32[B, 2^j, L, N] (sub: the part of the
+    key-switched automorphism) -> (nodes + sub, X^(-2^j) (nodes - sub)), keeping only the nodes
+    that lead to the first ``count`` leaves."""
+    ctx = tables.ctx
+    width = 1 << j
+    keep_even = min(width, count)
+    keep_odd = max(0, min(width, count - width))
+    even = add_mod(nodes[:, :keep_even], sub[:, :keep_even], ctx)
+    if not keep_odd:
+        return even
+    diff = sub_mod(nodes[:, :keep_odd], sub[:, :keep_odd], ctx)
+    odd = mul_mod(diff, jnp.broadcast_to(tables.x_inv_pows[j], diff.shape), ctx)
+    return jnp.concatenate([even, odd], axis=1)
 
 
 def lift(v: jax.Array, tables: RingTables) -> jax.Array:

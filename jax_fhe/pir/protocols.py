@@ -392,9 +392,16 @@ def first_fold(server: Server, query: Query) -> jax.Array:
 #: queries (VIPIR §4.4's stream-wise buffering). The shared-hint packing GEMM stays batched.
 STREAM = 8
 
+#: The same bound for query expansion alone. Larger: every lax.map step writes its output into
+#: a zero-filled stacked buffer (an extra write of the whole output plus its copy, 8 GiB of the
+#: 77 GiB that expansion writes at batch 32 (CPU-compiled HLO)), while one 32-query expansion
+#: needs ~23 GiB of temporaries (answer peak 55.6 GiB at a 16 GiB DB, batch 32, CPU compile).
+#: The hybrid fold gains nothing from a larger stream (same bytes), so it keeps STREAM.
+EXPAND_STREAM = 32
 
-def _streamed(fn, args, bsz):
-    c = math.gcd(bsz, STREAM)
+
+def _streamed(fn, args, bsz, stream=None):
+    c = math.gcd(bsz, STREAM if stream is None else stream)
     if c == bsz:
         return fn(*args)
     chunked = jax.tree.map(lambda x: x.reshape((bsz // c, c) + x.shape[1:]), args)
@@ -406,7 +413,7 @@ def expand_query(server: Server, keys: PublicKeys, query: Query) -> jax.Array:
     """Expansion of ct_ExpPack: uint32[B, n + selector slots, 2, L, N] (NTT domain)."""
     count = server.params.expansion_count
     return _streamed(lambda ct: ep.expand(ct, keys.expansion, server.tables, count), (query.ct,),
-                     query.ct.shape[0])
+                     query.ct.shape[0], EXPAND_STREAM)
 
 
 def pack_first(server: Server, expanded: jax.Array, y: jax.Array) -> jax.Array:

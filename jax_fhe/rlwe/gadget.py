@@ -152,7 +152,10 @@ def decompose(x: jax.Array, gadget: Gadget, ctx: RNSContext) -> jax.Array:
         t = cols[c] + carry
         words.append(t & _U32(_MASK16))
         carry = t >> 16
-    # step 4: balanced digits of the two's-complement integer held in `words`
+    # step 4: balanced digits of the two's-complement integer held in `words`. They are stacked
+    # as int32[..., len, 1, N] and only then broadcast to residues: writing the residues
+    # straight from `words` makes XLA (CPU compile) materialise each (digit, limb) slice and
+    # concatenate them (more bytes than this int32 array, 1/L of the output).
     b, half = gadget.base_log, 1 << (gadget.base_log - 1)
     digits, carry = [], jnp.zeros(v.shape, jnp.int32)
     for j in range(gadget.length):
@@ -264,9 +267,24 @@ def key_switch(ct: jax.Array, key: GadgetKey, gadget: Gadget, ctx: RNSContext) -
     if key.rows.shape != (gadget.length, 2) + ct.shape[-2:]:
         raise ValueError(f"key_switch: key rows {key.rows.shape} do not match gadget length "
                          f"{gadget.length} and ciphertext limbs/N {ct.shape[-2:]}")
-    digits = ntt(decompose(intt(ct[..., 0, :, :], ctx), gadget, ctx), ctx)   # [..., len, L, N]
-    acc = gadget_product(digits, key.rows, ctx)                              # [..., 2, L, N]
-    return acc.at[..., 1, :, :].set(add_mod(acc[..., 1, :, :], ct[..., 1, :, :], ctx))
+    acc = key_switch_a(ct[..., 0, :, :], key.rows, gadget, ctx)              # [..., 2, L, N]
+    return add_b_part(acc, ct[..., 1, :, :], ctx)
+
+
+def key_switch_a(a: jax.Array, rows: jax.Array, gadget: Gadget, ctx: RNSContext) -> jax.Array:
+    """The key-switched a-part alone: sum_j d_j rows_j for the digits d_j of NTT-domain
+    a: uint32[..., L, N] -> uint32[..., 2, L, N] (the caller adds the input's b to index 1, see
+    :func:`add_b_part`). Takes the a-part as its own array so that callers which keep a and b
+    apart (query expansion) hand the inverse NTT a whole buffer, not a slice to copy first."""
+    digits = ntt(decompose(intt(a, ctx), gadget, ctx), ctx)                  # [..., len, L, N]
+    return gadget_product(digits, rows, ctx)
+
+
+def add_b_part(acc: jax.Array, b: jax.Array, ctx: RNSContext) -> jax.Array:
+    """(acc_a, acc_b + b) for acc uint32[..., 2, L, N] and b uint32[..., L, N]: one element-wise
+    pass (adding a zero a-part) that XLA fuses with its consumers, where ``.at[..., 1].set``
+    copied the whole result."""
+    return add_mod(acc, jnp.stack([jnp.zeros_like(b), b], axis=-3), ctx)
 
 
 def gadget_product(digits: jax.Array, rows: jax.Array, ctx: RNSContext) -> jax.Array:
