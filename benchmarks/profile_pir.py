@@ -88,9 +88,11 @@ def client_side(params, tables, rng, batch):
 # --- timing ----------------------------------------------------------------------------------
 
 
-def time_stages(params, tables, batches, reps, rng):
+def time_stages(params, tables, batches, reps, rng, pack_temps=()):
     """Per batch size, rows {batch, stage, ms, share, qps, peak_bytes} (a generator: one list
-    per batch, so that a long run reports as it goes)."""
+    per batch, so that a long run reports as it goes). For each extra packing bound in
+    ``pack_temps`` (bytes), ``pack_first`` and ``answer`` are re-traced and timed again on the
+    same server and query, as stages named ``pack_first@<GiB>`` and ``answer@<GiB>``."""
     server = build_server(params, tables, 7)
     for b in batches:
         pub, query = jax.device_put(client_side(params, tables, rng, b))
@@ -103,8 +105,22 @@ def time_stages(params, tables, batches, reps, rng):
             env[out] = jax.block_until_ready(f(*args))
         if not np.array_equal(np.asarray(env["ct"]), np.asarray(env["answer"])):
             raise AssertionError("profile_pir: the chained stages differ from the full answer")
-        del env
         times["sum_of_stages"] = sum(t for name, t in times.items() if name != "answer")
+        saved = ep.PACK_TEMP_BYTES
+        try:
+            for pt in pack_temps:
+                ep.PACK_TEMP_BYTES = int(pt)
+                for name, fn, ins, _ in stages(params.protocol):
+                    if name not in ("pack_first", "answer"):
+                        continue
+                    f = jax.jit(fn)  # a fresh trace reads the new bound
+                    args = [env[k] for k in ins]
+                    times[f"{name}@{pt / GIB:.3g}GiB"] = bench(f, args, reps)
+                    if name == "answer" and not np.array_equal(np.asarray(f(*args)), np.asarray(env["answer"])):
+                        raise AssertionError("profile_pir: the answer depends on the packing bound")
+        finally:
+            ep.PACK_TEMP_BYTES = saved
+        del env
         peak = peak_bytes()
         yield [dict(batch=b, stage=name, ms=t * 1e3, share=t / times["answer"], qps=b / t, peak_bytes=peak)
                for name, t in times.items()]
@@ -194,6 +210,8 @@ def main(argv=None):
     ap.add_argument("--hlo-dir", default=None, help="--memory: write optimized HLO per stage here")
     ap.add_argument("--pack-temp-gib", type=float, default=None,
                     help="bound on the packing GEMM's int32 products (exppack.PACK_TEMP_BYTES)")
+    ap.add_argument("--also-pack-temp-gib", type=float, nargs="*", default=[],
+                    help="timing: re-time pack_first and answer with these bounds too (same server)")
     ap.add_argument("--quick", action="store_true", help="tiny insecure toy instance (CPU smoke run)")
     ap.add_argument("--out", default=None, help="write the rows as JSON here")
     a = ap.parse_args(argv)
@@ -236,7 +254,8 @@ def run_config(a, gib, params, tables, rng, dev):
     if a.memory:
         chunks, show = memory_stages(params, tables, a.batches, rng, a.hlo_dir, setup=not a.no_setup), print_memory
     else:
-        chunks, show = time_stages(params, tables, a.batches, a.reps, rng), print_times
+        extra = [int(g * GIB) for g in a.also_pack_temp_gib]
+        chunks, show = time_stages(params, tables, a.batches, a.reps, rng, extra), print_times
     for rows in chunks:
         for r in rows:
             r.update(protocol=params.protocol, db_bytes=params.db_bytes, blocks=params.blocks, cols=params.cols,

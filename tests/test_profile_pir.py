@@ -29,6 +29,15 @@ def test_quick_stage_times(profile_pir, tmp_path):
     assert json.loads(out.read_text()) == rows
 
 
+def test_quick_extra_pack_bound(profile_pir):
+    """--also-pack-temp-gib re-times packing and the answer with another bound (a tiny one: the
+    batch of 2 then runs as groups of one query) and checks the answer is unchanged."""
+    rows = profile_pir.main(["--quick", "--batches", "2", "--reps", "1", "--also-pack-temp-gib", "1e-9"])
+    stages = [r["stage"] for r in rows]
+    assert stages[-2].startswith("pack_first@") and stages[-1].startswith("answer@")
+    assert all(r["ms"] > 0 for r in rows)
+
+
 def test_quick_memory(profile_pir):
     """Compile-only mode with a tiny packing bound (the grouped GEMM path) and the setup
     executables: the hint insert must update the planes in place (aliased)."""
