@@ -27,6 +27,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_bconv"] = capsule(jax_fhe::BconvCpu);
     d["jax_fhe_automorphism_ntt"] = capsule(jax_fhe::AutomorphismNttCpu);
     d["jax_fhe_automorphism_coeff"] = capsule(jax_fhe::AutomorphismCoeffCpu);
+    d["jax_fhe_mod_matmul_planes"] = capsule(jax_fhe::ModMatmulPlanesCpu);
     return d;
   });
   m.def("cuda_targets", []() {
@@ -37,6 +38,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_bconv"] = capsule(jax_fhe::BconvCuda);
     d["jax_fhe_automorphism_ntt"] = capsule(jax_fhe::AutomorphismNttCuda);
     d["jax_fhe_automorphism_coeff"] = capsule(jax_fhe::AutomorphismCoeffCuda);
+    d["jax_fhe_mod_matmul_planes"] = capsule(jax_fhe::ModMatmulPlanesCuda);
 #endif
     return d;
   });

@@ -14,20 +14,49 @@ from jax_fhe.rns import HostRandom
 PRIMES = ring.RING_N4096.primes
 
 
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("k", [1280, 7])
-def test_mod_matmul_exact(device, put, rng, k):
-    """Against Python integers, K = n = 1280 and worst-case residues q - 1."""
+def test_mod_matmul_exact(device, put, rng, k, fused):
+    """Against Python integers, K = n = 1280 and worst-case residues q - 1; the XLA path and the
+    FFI kernel (int8 tensor cores on the GPU)."""
     s, m, c = 3, 4, 5
     lhs = np.stack([rng.integers(0, q, (s, m, k)) for q in PRIMES]).astype(np.uint32)
     rhs = np.stack([rng.integers(0, q, (s, k, c)) for q in PRIMES]).astype(np.uint32)
     for l, q in enumerate(PRIMES):
         lhs[l, 0, 0, :], rhs[l, 0, :, 0] = q - 1, q - 1             # largest possible products
         lhs[l, 0, 1, :], rhs[l, 0, :, 1] = 0, 1
-    f = jax.jit(lambda a, b: modgemm.mod_matmul(modgemm.split_planes(a), b, PRIMES, 0))
+    f = jax.jit(lambda a, b: modgemm.mod_matmul(modgemm.split_planes(a), b, PRIMES, 0, fused=fused))
     out = np.asarray(f(put(lhs), put(rhs)))
     ref = np.stack([(lhs[l].astype(object) @ rhs[l].astype(object)) % q for l, q in enumerate(PRIMES)])
     assert out.dtype == np.uint32 and out.shape == (3, s, m, c)
     np.testing.assert_array_equal(out.astype(object), ref)
+
+
+@pytest.mark.parametrize("m, k, c", [(17, 36, 70), (40, 96, 33), (3, 4, 2), (130, 64, 8)])
+def test_fused_mod_matmul_tiles(device, put, rng, m, k, c):
+    """The FFI kernel at shapes that cut its tiles (M not a multiple of 16, C beyond one column
+    tile or below one mma column block, K not a multiple of its 32-step) equals the XLA path,
+    under jit and vmap; the XLA path is checked against Python integers above."""
+    lhs = np.stack([rng.integers(0, q, (2, m, k)) for q in PRIMES], axis=1).astype(np.uint32)
+    rhs = np.stack([rng.integers(0, q, (2, k, c)) for q in PRIMES], axis=1).astype(np.uint32)
+    planes = put(modgemm.split_planes(jnp.asarray(lhs)))
+    r = put(jnp.asarray(rhs))
+    ref = np.asarray(jax.jit(lambda a, b: modgemm.mod_matmul(a, b, PRIMES, 1, fused=False))(planes, r))
+    out = jax.jit(lambda a, b: modgemm.mod_matmul(a, b, PRIMES, 1, fused=True))(planes, r)
+    np.testing.assert_array_equal(np.asarray(out), ref)
+    vm = jax.vmap(lambda a, b: modgemm.mod_matmul(a, b, PRIMES, 0, fused=True))(planes, r)
+    np.testing.assert_array_equal(np.asarray(vm), ref)
+
+
+def test_fused_mod_matmul_handler_rejects_bad_moduli():
+    """The kernel's contract (moduli in (4 K 2^14, 2^29)) is checked by the CPU handler; the
+    Python wrapper rejects such primes before any kernel runs."""
+    planes = jnp.zeros((1, 8, 4), jnp.int8)
+    with pytest.raises(ValueError, match="below 2"):
+        modgemm.mod_matmul(planes, jnp.zeros((1, 4, 2), jnp.uint32), ((1 << 29) + 11,), 0, fused=True)
+    call = jax.ffi.ffi_call("jax_fhe_mod_matmul_planes", jax.ShapeDtypeStruct((1, 2, 2), jnp.uint32))
+    with pytest.raises(Exception, match="modulus"):
+        jax.block_until_ready(call(planes, jnp.zeros((1, 4, 2), jnp.uint32), jnp.array([7], jnp.uint32)))
 
 
 def test_mod_matmul_rejects():

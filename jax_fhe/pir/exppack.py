@@ -31,6 +31,7 @@ from ..ops import add_mod, automorphism_ntt, mul_limb_consts, mul_mod, ntt, sub_
 from ..rlwe import gadget as gd
 from ..rns import HostRandom
 from ..rns._pytree import pytree_dataclass, static_field
+from . import modgemm
 from .modgemm import mod_matmul, split_planes
 from .ring import RingKey, RingTables, scale_by_delta
 
@@ -205,6 +206,8 @@ def _pack_shared(planes: jax.Array, special: jax.Array, primes: tuple, budget: i
     do not divide is padded with zero queries (their outputs are dropped).
     """
     bsz = special.shape[0]
+    if modgemm.FUSED_DEFAULT:  # the FFI kernel keeps the plane products in registers
+        return _shared_products(planes, special, primes)
     per_query = 32 * planes.shape[0] * planes.shape[1] * planes.shape[2]
     count = -(-bsz // max(1, budget // per_query))                  # number of groups
     if count == 1:

@@ -16,6 +16,13 @@ and one final reduction. All products are exact: no lazy-reduction bookkeeping, 
 
 The H operand (the hint) is split into planes once, offline: int8[..., 4 M, K] is exactly as
 large as the uint32 matrix it replaces.
+
+Two implementations, identical bits: the XLA one above (an int8 dot whose int32 plane products
+go to memory, then a fused recombination), and the FFI kernel ``jax_fhe_mod_matmul_planes``
+(``ffi/modgemm_cuda.cu``: mma.sync int8 tensor cores with the seven shift sums kept in
+registers, so only the planes and the output cross HBM; ``ffi/modgemm_cpu.cc``: exact 128-bit
+sums). The kernel is opt-in (``fused=True``, or ``JAX_FHE_PIR_FUSED_GEMM=1`` for the default)
+until it has been measured on a GPU.
 """
 from __future__ import annotations
 
@@ -24,9 +31,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+import os
+
 from .db_gemm import byte_planes
 
 _U32 = jnp.uint32
+#: Whether :func:`mod_matmul` uses the FFI kernel when ``fused`` is not given (read at trace
+#: time; ``JAX_FHE_PIR_FUSED_GEMM=1`` sets it at import).
+FUSED_DEFAULT = os.environ.get("JAX_FHE_PIR_FUSED_GEMM", "0") == "1"
 MAX_K = (1 << 31) // (4 * (1 << 14))  # 2^15: four int8 products summed stay exact in int32
 
 
@@ -36,7 +48,8 @@ def split_planes(x: jax.Array) -> jax.Array:
     return p.reshape(p.shape[:-3] + (4 * p.shape[-2], p.shape[-1]))
 
 
-def mod_matmul(lhs_planes: jax.Array, rhs: jax.Array, primes, limb_axis: int) -> jax.Array:
+def mod_matmul(lhs_planes: jax.Array, rhs: jax.Array, primes, limb_axis: int, *,
+               fused: bool | None = None) -> jax.Array:
     """(H . C) mod q_l for stacks of matrices.
 
     Args:
@@ -44,6 +57,8 @@ def mod_matmul(lhs_planes: jax.Array, rhs: jax.Array, primes, limb_axis: int) ->
       rhs:        uint32[*batch, K, C] canonical residues.
       primes:     the moduli (static tuple), one per entry of batch axis ``limb_axis``.
       limb_axis:  which batch axis indexes the RNS limb.
+      fused:      use the FFI kernel (int8 tensor cores, recombination in registers) instead of
+                  the XLA dot; default :data:`FUSED_DEFAULT`. Same bits either way.
     Returns uint32[*batch, M, C] in [0, q_l).
     """
     k = rhs.shape[-2]
@@ -53,6 +68,8 @@ def mod_matmul(lhs_planes: jax.Array, rhs: jax.Array, primes, limb_axis: int) ->
     if k > MAX_K or 4 * k * (1 << 14) >= min(primes):
         raise ValueError(f"mod_matmul: K = {k} is too large for exact int32 plane sums "
                          f"(need 2^16 K < min q = {min(primes)})")
+    if max(primes) >= 1 << 29:
+        raise ValueError(f"mod_matmul: moduli must be below 2^29, got {max(primes)}")
     nb = rhs.ndim - 2
     if lhs_planes.ndim != rhs.ndim or not -nb <= limb_axis < nb:
         raise ValueError(f"mod_matmul: batch ranks differ or limb_axis {limb_axis} is out of range")
@@ -60,6 +77,10 @@ def mod_matmul(lhs_planes: jax.Array, rhs: jax.Array, primes, limb_axis: int) ->
     if rhs.shape[limb_axis] != len(primes):
         raise ValueError(f"mod_matmul: batch axis {limb_axis} has {rhs.shape[limb_axis]} entries but "
                          f"{len(primes)} primes were given")
+    if lhs_planes.shape[:nb] != rhs.shape[:nb]:
+        raise ValueError(f"mod_matmul: batch shapes differ: {lhs_planes.shape[:nb]} vs {rhs.shape[:nb]}")
+    if FUSED_DEFAULT if fused is None else fused:
+        return _mod_matmul_ffi(lhs_planes, rhs, primes, limb_axis)
     m, c = lhs_planes.shape[-2] // 4, rhs.shape[-1]
     rp = jnp.moveaxis(byte_planes(rhs), 0, -2)                      # [*b, K, 4, C]
     rp = rp.reshape(rp.shape[:-2] + (4 * c,))
@@ -91,6 +112,22 @@ def mod_matmul(lhs_planes: jax.Array, rhs: jax.Array, primes, limb_axis: int) ->
             u = _mul_shoup(u, const(w), const([(wi << 32) // p for wi, p in zip(w, primes)]), q)
         out = u if out is None else out + u                             # < 7 q < 2^32
     return out % q
+
+
+def _mod_matmul_ffi(lhs_planes, rhs, primes, limb_axis):
+    """The FFI kernel: moduli broadcast to one per batch entry (uint32[*batch])."""
+    nb = rhs.ndim - 2
+    k = rhs.shape[-2]
+    if k % 4:  # the kernel reads 4-byte groups of a plane row; zero columns change nothing
+        pad = [(0, 0)] * nb
+        lhs_planes = jnp.pad(lhs_planes, pad + [(0, 0), (0, -k % 4)])
+        rhs = jnp.pad(rhs, pad + [(0, -k % 4), (0, 0)])
+    shape = [1] * nb
+    shape[limb_axis] = len(primes)
+    moduli = jnp.broadcast_to(jnp.asarray(np.asarray(primes, dtype=np.uint32).reshape(shape)), rhs.shape[:nb])
+    out = jax.ShapeDtypeStruct(rhs.shape[:nb] + (lhs_planes.shape[-2] // 4, rhs.shape[-1]), _U32)
+    call = jax.ffi.ffi_call("jax_fhe_mod_matmul_planes", out, vmap_method="broadcast_all")
+    return call(lhs_planes.astype(jnp.int8), rhs.astype(_U32), moduli)
 
 
 def _mul_shoup(x, w, w_shoup, q):
