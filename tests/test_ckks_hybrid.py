@@ -102,3 +102,23 @@ def test_hybrid_bad_inputs(basis):
         rlwe.key_inner_product(jnp.zeros((3, 7, N), jnp.uint32), object(), ring, tables)
     with pytest.raises(ValueError, match="overlap"):
         rlwe.make_hybrid_tables(primes, qrows, (4, 5), alpha=2)
+
+
+@pytest.mark.parametrize("qrows", [(0, 1, 2, 3, 4), (0, 1, 3, 4), (4, 0, 2)])
+def test_key_switch_equals_the_three_stages(basis, qrows):
+    """key_switch never assembles the extended digits, but must equal the staged path bit for
+    bit, also on bases with gaps or out of order and under vmap."""
+    import jax
+    primes, _, prows = basis
+    ring = rns.make_context(primes, N)
+    tables = rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2)
+    r = HostRandom.insecure_deterministic(6)
+    s = ops.ntt(jnp.asarray(rns.to_residues(r.ternary((2, N)), primes)), ring)
+    key = rlwe.gen_switching_key(ring, s[0], s[1], num_q=5, alpha=2, sigma=3.2, rng=r)
+    x = jnp.asarray(np.moveaxis(r.uniform_mod([primes[i] for i in qrows], (3, N)), 0, 1))
+    staged = lambda v: rlwe.mod_down(rlwe.key_inner_product(rlwe.mod_up(v, ring, tables), key, ring,  # noqa: E731
+                                                            tables), ring, tables)
+    want = np.asarray(jax.vmap(staged)(x))
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(rlwe.key_switch, in_axes=(0, None, None, None)))(
+        x, key, ring, tables)), want)
+    np.testing.assert_array_equal(np.asarray(rlwe.key_switch(x[1], key, ring, tables)), want[1])

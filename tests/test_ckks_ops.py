@@ -315,3 +315,22 @@ def test_bad_inputs_raise(env, single, rng):
         ckks.keygen(ctx, np.random.default_rng(0))
     with pytest.raises(TypeError, match="rotation step must be an int"):
         ckks.rotate(a, 1.0, ctx, evk)
+
+
+def test_context_for_levels(env, rng):
+    """A context restricted to one level gives the same bits with far fewer argument arrays,
+    and says so when an operation needs a level it left out."""
+    ctx, keys = env
+    z = _cplx(rng, 64)
+    a = _enc(z, ctx, keys, 20)
+    lctx = ctx.for_levels([a.level])
+    assert lctx.levels() == (a.level,) and "levels=" in repr(lctx)
+    assert len(jax.tree.leaves(lctx)) < len(jax.tree.leaves(ctx)) // 3
+    f = jax.jit(lambda x, c, e: ckks.mul(x, x, c, e))
+    np.testing.assert_array_equal(np.asarray(f(a, lctx, keys.evaluation).data),
+                                  np.asarray(f(a, ctx, keys.evaluation).data))
+    np.testing.assert_array_equal(np.asarray(ckks.rotate(a, 1, lctx, keys.evaluation).data),
+                                  np.asarray(ckks.rotate(a, 1, ctx, keys.evaluation).data))
+    low = ckks.rescale(a, ctx)
+    with pytest.raises(ValueError, match="for_levels"):
+        ckks.rescale(low, lctx)

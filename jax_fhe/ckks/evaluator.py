@@ -93,7 +93,7 @@ def _mul_data(x, w, ctx, rows):
 
 def rescale_data(x, ctx: CKKSContext, level: int) -> jax.Array:
     """Rational rescaling of NTT data uint32[..., L_level, N] to level - 1: (x R - [x R]_D) / D."""
-    t = ctx.rescale[level]
+    t = ctx.rescale_tables(level)
     p = ctx.params
     drop, new = p.dropped(level), p.rows(level - 1)
     xd = hybrid._take_limbs(x, t.drop_pos)
@@ -273,7 +273,7 @@ def sub(a, b, ctx: CKKSContext) -> Ciphertext:
 def relinearize_data(d0, d1, d2, ctx: CKKSContext, relin_key, level: int) -> jax.Array:
     """(d0, d1, d2) under (1, s, s^2) -> uint32[..., 2, L, N] under (1, s)."""
     rows = ctx.params.rows(level)
-    u = hybrid.key_switch(d2, relin_key, ctx.ring, ctx.keyswitch[level])
+    u = hybrid.key_switch(d2, relin_key, ctx.ring, ctx.keyswitch_tables(level))
     return jnp.stack([ops.add_mod(d0, u[..., 0, :, :], ctx.ring, rows),
                       ops.add_mod(d1, u[..., 1, :, :], ctx.ring, rows)], axis=-3)
 

@@ -46,7 +46,7 @@ def _finish(ct: Ciphertext, u, galois: int, ctx) -> Ciphertext:
 
 
 def _apply(ct, ctx, key, galois):
-    u = hybrid.key_switch(ct.data[..., 1, :, :], key, ctx.ring, ctx.keyswitch[ct.level])
+    u = hybrid.key_switch(ct.data[..., 1, :, :], key, ctx.ring, ctx.keyswitch_tables(ct.level))
     return _finish(ct, u, galois, ctx)
 
 
@@ -80,7 +80,7 @@ def rotate_hoisted(ct: Ciphertext, steps: Sequence[int], ctx: CKKSContext, evk: 
     keys = {s: _rotation_key(evk, s) for s in norm if s}
     if not keys:
         return [ct for _ in norm]
-    tables = ctx.keyswitch[ct.level]
+    tables = ctx.keyswitch_tables(ct.level)
     ext = hybrid.mod_up(ct.data[..., 1, :, :], ctx.ring, tables)
     out = []
     for s in norm:

@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import ops
+from ..ops._checks import take_static
 from ..rns._pytree import pytree_dataclass, static_field
 from ..rns.bconv import BConvTable, make_bconv_table
 from ..rns.context import RNSContext
@@ -49,11 +50,9 @@ from .crt import CrtQuotient, make_crt_quotient, rounded_quotient
 
 
 def _take_limbs(x: jax.Array, positions: Sequence[int]) -> jax.Array:
-    """Limbs ``positions`` (static) of x: uint32[..., L, N]."""
-    positions = tuple(positions)
-    if positions == tuple(range(x.shape[-2])):
-        return x
-    return jnp.take(x, np.asarray(positions, dtype=np.int32), axis=-2)
+    """Limbs ``positions`` (static) of x: uint32[..., L, N] -> uint32[..., len(positions), N];
+    a slice (fusible into consumers) where the positions run consecutively, else a gather."""
+    return take_static(x, positions, -2, max_runs=1)
 
 
 # -- exact (centered) base conversion ----------------------------------------------------------
@@ -217,54 +216,109 @@ def _check_basis(x, tables: HybridTables, what: str, extended: bool = False):
         raise ValueError(f"{what}: data has shape {tuple(x.shape)}, expected [..., {want}, N]")
 
 
+def _mod_up_digits(x, ring: RNSContext, tables: HybridTables) -> list:
+    """ModUp of every digit, unassembled: [(xd, conv_d)] with xd = uint32[..., |digit|, N] the
+    digit's own limbs and conv_d = uint32[..., L + alpha_p - |digit|, N] its conversion to the
+    other rows (``tables.mod_up[i].dst_rows``, in extended-basis order), both NTT domain."""
+    _check_basis(x, tables, "mod_up")
+    out = []
+    for (_, drows), conv_tables in zip(tables.digits, tables.mod_up):
+        xd = _take_limbs(x, [tables.rows.index(r) for r in drows])
+        conv = ops.ntt(exact_conv(ops.intt(xd, ring, drows), conv_tables, ring), ring, conv_tables.dst_rows)
+        out.append((xd, conv))
+    return out
+
+
 def mod_up(x, ring: RNSContext, tables: HybridTables) -> jax.Array:
     """ModUp of every digit: uint32[..., L, N] (NTT, basis ``tables.rows``) ->
     uint32[..., beta, L + alpha_p, N] (NTT, basis ``tables.ext_rows``)."""
-    _check_basis(x, tables, "mod_up")
     ext = tables.ext_rows
     outs = []
-    for (_, drows), conv_tables in zip(tables.digits, tables.mod_up):
-        xd = _take_limbs(x, [tables.rows.index(r) for r in drows])
-        others = conv_tables.dst_rows
-        conv = ops.ntt(exact_conv(ops.intt(xd, ring, drows), conv_tables, ring), ring, others)
-        order = drows + others
+    for (_, drows), (xd, conv) in zip(tables.digits, _mod_up_digits(x, ring, tables)):
+        order = drows + tuple(r for r in ext if r not in drows)
         outs.append(_take_limbs(jnp.concatenate([xd, conv], axis=-2), [order.index(r) for r in ext]))
     return jnp.stack(outs, axis=-3)
 
 
+def _check_key(key, ring: RNSContext, tables: HybridTables, what: str) -> None:
+    if not isinstance(key, KeySwitchKey):
+        raise TypeError(f"{what}: expected a KeySwitchKey, got {type(key).__name__}")
+    ids = [d for d, _ in tables.digits]
+    if max(ids) >= key.dnum or key.data.shape[-2] != len(ring.primes) or key.data.shape[-1] != ring.n:
+        raise ValueError(f"{what}: {key!r} does not match the tables/context")
+
+
+def _mul_key(u, k, ring: RNSContext, rows) -> jax.Array:
+    """u: uint32[..., R, N] times the key part k: uint32[2, R, N] -> uint32[..., 2, R, N]."""
+    u = jnp.expand_dims(u, -3)
+    shape = jnp.broadcast_shapes(u.shape, k.shape)
+    return ops.mul_mod(jnp.broadcast_to(u, shape), jnp.broadcast_to(k, shape), ring, rows)
+
+
 def key_inner_product(ext, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> jax.Array:
     """sum_d ext[..., d, :, :] * key_d: uint32[..., beta, L+a, N] -> uint32[..., 2, L+a, N]."""
-    if not isinstance(key, KeySwitchKey):
-        raise TypeError(f"key_inner_product: expected a KeySwitchKey, got {type(key).__name__}")
+    _check_key(key, ring, tables, "key_inner_product")
     _check_basis(ext, tables, "key_inner_product", extended=True)
     ids = [d for d, _ in tables.digits]
     if ext.ndim < 3 or ext.shape[-3] != len(ids):
         raise ValueError(f"key_inner_product: expected {len(ids)} digits, got shape {tuple(ext.shape)}")
-    if max(ids) >= key.dnum or key.data.shape[-2] != len(ring.primes) or key.data.shape[-1] != ring.n:
-        raise ValueError(f"key_inner_product: {key!r} does not match the tables/context")
     rows = tables.ext_rows
     acc = None
     for i, d in enumerate(ids):
-        k = _take_limbs(key.data[d], rows)  # [2, L+a, N]
-        u = ext[..., i:i + 1, :, :]
-        shape = jnp.broadcast_shapes(u.shape, k.shape)
-        t = ops.mul_mod(jnp.broadcast_to(u, shape), jnp.broadcast_to(k, shape), ring, rows)
+        t = _mul_key(ext[..., i, :, :], _take_limbs(key.data[d], rows), ring, rows)
         acc = t if acc is None else ops.add_mod(acc, t, ring, rows)
     return acc
 
 
-def mod_down(y, ring: RNSContext, tables: HybridTables) -> jax.Array:
-    """Divide by P with rounding: uint32[..., L + alpha_p, N] -> uint32[..., L, N] (NTT)."""
-    _check_basis(y, tables, "mod_down", extended=True)
-    nl = len(tables.rows)
-    yq, yp = y[..., :nl, :], y[..., nl:, :]
+def _inner_product_rows(parts, key: KeySwitchKey, ring: RNSContext, tables: HybridTables,
+                        group: tuple) -> jax.Array:
+    """Rows ``group`` (global rows, a subset of the extended basis) of the key inner product,
+    read straight from the unassembled ModUp ``parts`` (:func:`_mod_up_digits`):
+    uint32[..., 2, len(group), N]. Same products and sums, in the same order, as
+    :func:`key_inner_product` on those rows."""
+    acc = None
+    for (d, drows), (xd, conv), conv_tables in zip(tables.digits, parts, tables.mod_up):
+        if set(group) <= set(drows):
+            u = _take_limbs(xd, [drows.index(r) for r in group])
+        else:
+            u = _take_limbs(conv, [conv_tables.dst_rows.index(r) for r in group])
+        t = _mul_key(u, _take_limbs(key.data[d], group), ring, group)
+        acc = t if acc is None else ops.add_mod(acc, t, ring, group)
+    return acc
+
+
+def _mod_down_parts(yq, yp, ring: RNSContext, tables: HybridTables) -> jax.Array:
+    """:func:`mod_down` of y given as its basis rows yq: uint32[..., L, N] and its special rows
+    yp: uint32[..., alpha_p, N]."""
     conv = ops.ntt(exact_conv(ops.intt(yp, ring, tables.special_rows), tables.mod_down, ring),
                    ring, tables.rows)
     diff = ops.sub_mod(yq, conv, ring, tables.rows)
     return ops.mul_limb_consts(diff, tables.p_inv, ring, tables.rows)
 
 
+def mod_down(y, ring: RNSContext, tables: HybridTables) -> jax.Array:
+    """Divide by P with rounding: uint32[..., L + alpha_p, N] -> uint32[..., L, N] (NTT)."""
+    _check_basis(y, tables, "mod_down", extended=True)
+    nl = len(tables.rows)
+    return _mod_down_parts(y[..., :nl, :], y[..., nl:, :], ring, tables)
+
+
 def key_switch(x, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> jax.Array:
     """(c0, c1) = uint32[..., 2, L, N] with c0 + c1 s = x s' + (small), for x: uint32[..., L, N]
-    and ``key`` switching from s' to s."""
-    return mod_down(key_inner_product(mod_up(x, ring, tables), key, ring, tables), ring, tables)
+    and ``key`` switching from s' to s.
+
+    Equal, bit for bit, to ``mod_down(key_inner_product(mod_up(x)))``, but the extended digits
+    uint32[..., beta, L+a, N] are never assembled: the inner product reads each digit's own
+    limbs and its converted limbs where the NTT left them, one row group (a digit's rows, then
+    the special rows) at a time, so XLA fuses the products into their consumers (the special
+    rows into the ModDown INTT's input, the basis rows into the final subtract-and-scale)
+    instead of writing beta (L+a) N words of concatenated digits.
+    """
+    _check_key(key, ring, tables, "key_switch")
+    parts = _mod_up_digits(x, ring, tables)
+    groups = [drows for _, drows in tables.digits]
+    yq = jnp.concatenate([_inner_product_rows(parts, key, ring, tables, g) for g in groups], axis=-2)
+    order = tuple(r for g in groups for r in g)
+    yq = _take_limbs(yq, [order.index(r) for r in tables.rows])
+    yp = _inner_product_rows(parts, key, ring, tables, tables.special_rows)
+    return _mod_down_parts(yq, yp, ring, tables)
