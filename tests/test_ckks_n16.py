@@ -4,8 +4,9 @@
 
 Precision targets from issue #4: fresh encrypt/decrypt >= 30 bits, a chain of 10 ct x ct
 multiplications >= 25 bits mean, inputs in [-1, 1]. Secret-key encryption noise at N = 2^16 is
-3.2 sqrt(N/2) / 2^40 ~ 2^-30.8 per slot; public-key encryption adds v e + e1 s (h = 2^15) and
-sits near 2^-22.6, so the 30-bit target applies to secret-key encryption (docs/ckks-parameters.md).
+3.2 sqrt(N/2) / 2^40 ~ 2^-30.8 per slot; public-key encryption (in QP, then ModDown) leaves the
+rounding eps0 + eps1 s (h = 2^15, ~52 per coefficient) and sits near 2^-26.6, so the 30-bit
+target applies to secret-key encryption (docs/ckks-parameters.md).
 Measured values (CPU; ~40 s there) are in the comments; bounds are 1 bit (mean) / 2 bits (max)
 below them, except the issue's 30-bit fresh-encryption target, asserted as is. Rotations sit
 near 2^-26.8: the ModDown rounding u0 + u1 s with h = 2^15 (sqrt(h/12) ~ 52 per coefficient)."""
@@ -41,7 +42,7 @@ def test_n16_fresh_encryption(n16, put, rng):
     sk = ckks.precision(z, _dec(_enc(z, ctx, keys, 1), ctx, keys))
     assert sk.mean_bits >= 30.0 and sk.min_bits >= 26.6, str(sk)  # measured 30.5 / 28.6
     pk = ckks.precision(z, _dec(_enc(z, ctx, keys, 2, secret=False), ctx, keys))
-    assert pk.mean_bits >= 21.5 and pk.min_bits >= 17.8, str(pk)  # measured 22.5 / 19.8
+    assert pk.mean_bits >= 25.6 and pk.min_bits >= 21.7, str(pk)  # measured 26.6 / 23.7
 
 
 def test_n16_ten_multiplications(n16, put, rng):

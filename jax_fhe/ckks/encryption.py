@@ -1,17 +1,24 @@
 """Encryption (public or secret key) and decryption.
 
 Encryption samples on the host (HostRandom), so it is not jitted; everything after it is.
-Public-key encryption: (v b + e0 + m, v a + e1) with a ternary v; its noise v e + e0 + e1 s is
-about sqrt(N) times larger than secret-key encryption's (-a s + e + m, a), which costs about 8
-bits of precision at N = 2^16 (docs/ckks-parameters.md).
+Public-key encryption works in QP (the level's primes and the special primes P) and divides by P
+(ModDown): (v b + e0 + P m, v a + e1) / P. The noise v e + e0 + e1 s of a dense ternary v is
+divided by P and vanishes; what remains is ModDown's rounding, eps0 + eps1 s with |eps| <= 1/2
+(std ~ sqrt(h / 12), 52 at h = 2^15), against e (sigma = 3.2) for secret-key encryption
+(-a s + e + m, a). Without the P detour the noise was ~2^9.9, about 8 bits of precision lost at
+N = 2^16 instead of ~4 (docs/ckks-parameters.md).
 """
 from __future__ import annotations
+
+import math
 
 import jax.numpy as jnp
 import numpy as np
 
 from .. import ops
+from ..rlwe.hybrid import mod_down
 from ..rns.sampling import to_residues
+from ..rns.shoup import device_u32
 from .context import CKKSContext, check_context
 from .keys import NOISE_TAIL, PublicKey, SecretKey, _rng
 from .types import Ciphertext, Plaintext, check_data
@@ -39,14 +46,24 @@ def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None) -> Ciphertext:
     batch = tuple(pt.data.shape[:-2])
     shape = batch + (p.n,)
     if isinstance(key, PublicKey):
+        tables = ctx.keyswitch_tables(pt.level)
+        ext_rows, ext_primes = tables.ext_rows, tuple(p.all_primes[r] for r in tables.ext_rows)
+        ext_shape = batch + (len(ext_rows), p.n)
         v = rng.ternary(shape)
-        v = ops.ntt(jnp.asarray(to_residues(v, primes)), ctx.ring, rows)
-        pk = jnp.take(key.data, idx, axis=-2)
-        full = lambda x: jnp.broadcast_to(x, v.shape)  # noqa: E731
-        b = ops.add_mod(ops.mul_mod(v, full(pk[0]), ctx.ring, rows),
-                        _noise(rng, shape, p, primes, ctx, rows), ctx.ring, rows)
-        a = ops.add_mod(ops.mul_mod(v, full(pk[1]), ctx.ring, rows),
-                        _noise(rng, shape, p, primes, ctx, rows), ctx.ring, rows)
+        v = ops.ntt(jnp.asarray(to_residues(v, ext_primes)), ctx.ring, ext_rows)
+        pk = jnp.take(key.data, np.asarray(ext_rows, dtype=np.int32), axis=-2)
+        full = lambda x: jnp.broadcast_to(x, ext_shape)  # noqa: E731
+        b = ops.add_mod(ops.mul_mod(v, full(pk[0]), ctx.ring, ext_rows),
+                        _noise(rng, shape, p, ext_primes, ctx, ext_rows), ctx.ring, ext_rows)
+        a = ops.add_mod(ops.mul_mod(v, full(pk[1]), ctx.ring, ext_rows),
+                        _noise(rng, shape, p, ext_primes, ctx, ext_rows), ctx.ring, ext_rows)
+        # + P m on the level's rows (P m = 0 mod the special primes), then divide by P
+        big_p = math.prod(p.all_primes[r] for r in tables.special_rows)
+        pm = ops.mul_limb_consts(pt.data, device_u32([big_p % q for q in primes]), ctx.ring, rows)
+        nl = len(rows)
+        b = b.at[..., :nl, :].set(ops.add_mod(b[..., :nl, :], pm, ctx.ring, rows))
+        ct = mod_down(jnp.stack([b, a], axis=-3), ctx.ring, tables)
+        return Ciphertext(data=ct, level=pt.level, scale=pt.scale, slots=pt.slots, params=p)
     elif isinstance(key, SecretKey):
         a = jnp.asarray(np.moveaxis(rng.uniform_mod(primes, shape), 0, -2))
         s = jnp.broadcast_to(jnp.take(key.s, idx, axis=-2), a.shape)

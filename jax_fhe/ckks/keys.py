@@ -35,7 +35,8 @@ class SecretKey:
 
 @pytree_dataclass
 class PublicKey:
-    """data: uint32[2, Lq, N] = (b, a) with b = -a s + e over every q row."""
+    """data: uint32[2, T, N] = (b, a) with b = -a s + e over every row (the q rows, then the
+    special rows P)."""
 
     data: jax.Array
     params: CKKSParams = static_field()
@@ -101,14 +102,15 @@ def _check_sk(sk, ctx, what):
 
 
 def gen_public_key(ctx: CKKSContext, sk: SecretKey, rng: HostRandom | None = None) -> PublicKey:
+    """(b, a) = (-a s + e, a) over every row, the special primes P included: encryption works in
+    QP and divides by P (see :func:`jax_fhe.ckks.encrypt`)."""
     ctx = check_context(ctx, "gen_public_key")
     _check_sk(sk, ctx, "gen_public_key")
     p, rng = ctx.params, _rng(rng)
-    qs = p.q_primes
-    a = jnp.asarray(rng.uniform_mod(qs, p.n))
-    e = ops.ntt(jnp.asarray(to_residues(rng.gaussian((p.n,), p.sigma, NOISE_TAIL), qs)), ctx.ring)
-    s = sk.s[:p.num_q]
-    b = ops.sub_mod(e, ops.mul_mod(a, s, ctx.ring), ctx.ring)
+    primes = p.all_primes
+    a = jnp.asarray(rng.uniform_mod(primes, p.n))
+    e = ops.ntt(jnp.asarray(to_residues(rng.gaussian((p.n,), p.sigma, NOISE_TAIL), primes)), ctx.ring)
+    b = ops.sub_mod(e, ops.mul_mod(a, sk.s, ctx.ring), ctx.ring)
     return PublicKey(data=jnp.stack([b, a]), params=p)
 
 
