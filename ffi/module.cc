@@ -25,6 +25,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_ntt_forward"] = capsule(jax_fhe::NttForwardCpu);
     d["jax_fhe_ntt_inverse"] = capsule(jax_fhe::NttInverseCpu);
     d["jax_fhe_bconv"] = capsule(jax_fhe::BconvCpu);
+    d["jax_fhe_bconv_centered"] = capsule(jax_fhe::BconvCenteredCpu);
     d["jax_fhe_automorphism_ntt"] = capsule(jax_fhe::AutomorphismNttCpu);
     d["jax_fhe_automorphism_coeff"] = capsule(jax_fhe::AutomorphismCoeffCpu);
     d["jax_fhe_mod_matmul_planes"] = capsule(jax_fhe::ModMatmulPlanesCpu);
@@ -36,6 +37,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_ntt_forward"] = capsule(jax_fhe::NttForwardCuda);
     d["jax_fhe_ntt_inverse"] = capsule(jax_fhe::NttInverseCuda);
     d["jax_fhe_bconv"] = capsule(jax_fhe::BconvCuda);
+    d["jax_fhe_bconv_centered"] = capsule(jax_fhe::BconvCenteredCuda);
     d["jax_fhe_automorphism_ntt"] = capsule(jax_fhe::AutomorphismNttCuda);
     d["jax_fhe_automorphism_coeff"] = capsule(jax_fhe::AutomorphismCoeffCuda);
     d["jax_fhe_mod_matmul_planes"] = capsule(jax_fhe::ModMatmulPlanesCuda);

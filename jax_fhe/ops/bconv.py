@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
 from ..rns.bconv import BConvTable
 from ._checks import as_poly
@@ -22,3 +23,44 @@ def bconv(x, table: BConvTable) -> jax.Array:
     out = jax.ShapeDtypeStruct(x.shape[:-2] + (lout, x.shape[-1]), x.dtype)
     call = jax.ffi.ffi_call("jax_fhe_bconv", out, vmap_method="expand_dims")
     return call(x, table.in_consts, table.mat, table.out_consts, fold_every=table.fold_every)
+
+
+def bconv_centered(x, table: BConvTable, quotient, src_prod) -> jax.Array:
+    """Centered base conversion in one pass (``x`` read once, the result written once).
+
+    x:        uint32[..., Lin, N], residues mod ``table.src`` (product Q), 1 <= Lin <= 16.
+    quotient: the fixed-point CRT quotient of ``table.src`` (:class:`jax_fhe.rlwe.crt.CrtQuotient`:
+              inv_fix uint32[Lin], static fix_bits).
+    src_prod: uint32[Lout], Q mod each prime of ``table.dst``.
+    Returns uint32[..., Lout, N]:
+
+        y_j   = [x_j (Q/q_j)^-1]_{q_j}
+        k     = (sum_j mulhi(y_j, inv_fix_j) + 2^(F-1)) >> F          (uint32, F = fix_bits)
+        out_i = (sum_j y_j (Q/q_j) - k Q)  mod p_i
+
+    bit for bit what ``bconv`` followed by ``rlwe.crt.rounded_quotient`` and the correction
+    computes (``jax_fhe.rlwe.hybrid.exact_conv``).
+    """
+    if not isinstance(table, BConvTable):
+        raise TypeError(f"bconv_centered: expected a BConvTable (jax_fhe.rns.make_bconv_table), got {type(table).__name__}")
+    from ..rlwe.crt import MAX_TERMS, CrtQuotient  # lazy: jax_fhe.rlwe imports ops
+
+    if not isinstance(quotient, CrtQuotient):
+        raise TypeError(f"bconv_centered: expected a CrtQuotient (jax_fhe.rlwe.crt.make_crt_quotient), "
+                        f"got {type(quotient).__name__}")
+    x = as_poly(x, "bconv_centered")
+    lin, lout = len(table.src), len(table.dst)
+    if x.shape[-2] != lin:
+        raise ValueError(f"bconv_centered: input has {x.shape[-2]} limbs but the table converts from {lin}")
+    if lin > MAX_TERMS:
+        raise ValueError(f"bconv_centered: at most {MAX_TERMS} source limbs (fixed-point quotient), got {lin}")
+    if not 1 <= quotient.fix_bits <= 28:
+        raise ValueError(f"bconv_centered: fix_bits must be in [1, 28], got {quotient.fix_bits}")
+    for name, arr, want in (("quotient.inv_fix", quotient.inv_fix, lin), ("src_prod", src_prod, lout)):
+        if getattr(arr, "dtype", None) != jnp.uint32 or tuple(arr.shape) != (want,):
+            raise ValueError(f"bconv_centered: {name} must be uint32[{want}], got "
+                             f"{getattr(arr, 'dtype', type(arr).__name__)}{list(getattr(arr, 'shape', ()))}")
+    out = jax.ShapeDtypeStruct(x.shape[:-2] + (lout, x.shape[-1]), x.dtype)
+    call = jax.ffi.ffi_call("jax_fhe_bconv_centered", out, vmap_method="expand_dims")
+    return call(x, table.in_consts, table.mat, table.out_consts, quotient.inv_fix, src_prod,
+                fold_every=table.fold_every, fix_bits=quotient.fix_bits)

@@ -33,6 +33,7 @@ Everything works under ``jax.jit`` and ``jax.vmap``; tables and keys are argumen
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 
 import jax
@@ -41,6 +42,7 @@ import numpy as np
 
 from .. import ops
 from ..ops._checks import take_static
+from ..ops.bconv import bconv_centered
 from ..rns._pytree import pytree_dataclass, static_field
 from ..rns.bconv import BConvTable, make_bconv_table
 from ..rns.context import RNSContext
@@ -56,6 +58,12 @@ def _take_limbs(x: jax.Array, positions: Sequence[int]) -> jax.Array:
 
 
 # -- exact (centered) base conversion ----------------------------------------------------------
+
+# Fused centered conversion (one FFI kernel, ``ops.bconv_centered``) instead of BConv plus a
+# separate elementwise correction pass. Read at trace time (jax.clear_caches() after changing
+# it). Off by default until the CUDA kernel has run on a GPU; the CPU kernel is tested bit-exact.
+FUSED_CENTERED_CONV = os.environ.get("JAX_FHE_FUSED_CENTERED", "0") == "1"
+
 
 @pytree_dataclass
 class ExactConv:
@@ -93,7 +101,12 @@ def exact_conv(x, conv: ExactConv, ring: RNSContext) -> jax.Array:
     can only be wrong when the fraction is within about 2^-20 of 1/2, and then the result is off
     by +-Q (+-1 after the division that follows in ModDown or rescaling) on that coefficient.
     At most 16 source primes.
+
+    With ``FUSED_CENTERED_CONV`` this is one kernel (:func:`jax_fhe.ops.bconv.bconv_centered`,
+    same bits); otherwise BConv, the quotient and the correction are separate ops.
     """
+    if FUSED_CENTERED_CONV:
+        return bconv_centered(x, conv.table, conv.quotient, conv.src_prod)
     y = ops.mul_limb_consts(x, conv.table.in_consts[1], ring, conv.src_rows)
     k = rounded_quotient(y, conv.quotient)  # [..., N], in [0, Lin]
     raw = ops.bconv(x, conv.table)

@@ -1,0 +1,83 @@
+// Centered base conversion on the CPU (reference semantics for the CUDA kernel; the formula is
+// in bconv_centered_args.h). One pass: the pre-multiplied inputs y_j feed both the BConv sum
+// and the fixed-point quotient k, and the correction -k Q is applied before the single store.
+#include <vector>
+
+#include "bconv_centered_args.h"
+#include "common.h"
+#include "modarith.h"
+#include "parallel.h"
+
+namespace jax_fhe {
+
+namespace {
+
+ffi::Error BconvCenteredCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> in_consts,
+                                ffi::Buffer<ffi::U32> mat, ffi::Buffer<ffi::U32> out_consts,
+                                ffi::Buffer<ffi::U32> inv_fix, ffi::Buffer<ffi::U32> src_prod,
+                                ffi::ResultBuffer<ffi::U32> y, int64_t fold_every,
+                                int64_t fix_bits) {
+  BconvShape s;
+  if (auto e = check_bconv_centered_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
+                                         out_consts.dimensions(), inv_fix.dimensions(),
+                                         src_prod.dimensions(), y->dimensions(), fold_every,
+                                         fix_bits, &s);
+      e.failure())
+    return e;
+  const int64_t n = s.in.n, lin = s.lin, lout = s.lout;
+  const uint32_t* q = in_consts.typed_data();
+  const uint32_t* pre = q + lin;
+  const uint32_t* pre_s = q + 2 * lin;
+  const uint32_t* oc = out_consts.typed_data();
+  const uint32_t* T = mat.typed_data();
+  const uint32_t* fix = inv_fix.typed_data();
+  const uint32_t* sp = src_prod.typed_data();
+  const int f = static_cast<int>(fix_bits);
+  const uint32_t half = 1u << (f - 1);
+  constexpr int64_t kTile = 256;
+  const int64_t tiles = (n + kTile - 1) / kTile;
+  parallel_for(s.batch * tiles, kTile * lin * lout, [&](int64_t item) {
+    const int64_t b = item / tiles, c0 = (item % tiles) * kTile;
+    const int64_t cn = std::min(kTile, n - c0);
+    const uint32_t* xb = x.typed_data() + b * lin * n;
+    uint32_t* yb = y->typed_data() + b * lout * n;
+    std::vector<uint32_t> yt(lin * kTile), kt(kTile, 0u);
+    for (int64_t j = 0; j < lin; ++j)
+      for (int64_t c = 0; c < cn; ++c) {
+        const uint32_t v = mul_shoup(xb[j * n + c0 + c], pre[j], pre_s[j], q[j]);
+        yt[j * kTile + c] = v;
+        kt[c] += mulhi32(v, fix[j]);  // wraps like the uint32 sum of crt.rounded_quotient
+      }
+    for (int64_t c = 0; c < cn; ++c) kt[c] = (kt[c] + half) >> f;
+    for (int64_t i = 0; i < lout; ++i) {
+      const Reduce64 red{oc[i], oc[lout + i], oc[2 * lout + i], oc[3 * lout + i]};
+      const uint32_t* Ti = T + i * lin;
+      for (int64_t c = 0; c < cn; ++c) {
+        uint64_t acc = 0;
+        for (int64_t j = 0; j < lin; ++j) {
+          acc += static_cast<uint64_t>(yt[j * kTile + c]) * Ti[j];
+          if ((j + 1) % fold_every == 0 && j + 1 < lin) acc = reduce64(acc, red);
+        }
+        const uint32_t corr = reduce64(static_cast<uint64_t>(kt[c]) * sp[i], red);
+        yb[i * n + c0 + c] = sub_mod(reduce64(acc, red), corr, red.p);
+      }
+    }
+  });
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCenteredCpu, BconvCenteredCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [..., Lin, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // in_consts [3, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // mat [Lout, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // out_consts [4, Lout]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // inv_fix [Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [Lout]
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., Lout, N]
+                                  .Attr<int64_t>("fold_every")
+                                  .Attr<int64_t>("fix_bits"));
+
+}  // namespace jax_fhe

@@ -1,0 +1,192 @@
+"""The fused centered base conversion (ops.bconv_centered): bit for bit the unfused
+rlwe.exact_conv (BConv, fixed-point CRT quotient, correction), and CKKS key switching with the
+fused path on equals it off."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jax_fhe import ckks, rlwe, rns
+from jax_fhe.ops.bconv import bconv_centered
+from jax_fhe.rlwe import hybrid
+from jax_fhe.rlwe.crt import CrtQuotient
+from jax_fhe.rns import HostRandom
+
+from conftest import random_residues
+
+N = 1 << 10
+
+
+def _primes(kind, lin, lout):
+    """(source primes, target primes). 25bit: the CKKS terminal-prime size (fix_bits 24);
+    31bit: 12+ terms overflow 64 bits, so BConv folds (fold_every < Lin)."""
+    if kind == "30bit":
+        src = rns.ntt_primes(30, lin, N)
+        dst = rns.ntt_primes(30, lout, N, exclude=src)
+    elif kind == "25bit":
+        src = rns.ntt_primes(25, lin, N)
+        dst = rns.ntt_primes(30, lout, N)
+    elif kind == "25to25":
+        src = rns.ntt_primes(25, lin, N)
+        dst = rns.ntt_primes(25, lout, N, exclude=src)
+    elif kind == "31bit":
+        src = rns.ntt_primes(31, lin, N)
+        dst = rns.ntt_primes(31, lout, N, exclude=src)
+    else:  # mixed: a 25-bit terminal prime among 30-bit ones
+        src = rns.ntt_primes(25, 1, N) + rns.ntt_primes(30, lin - 1, N)
+        dst = rns.ntt_primes(30, lout, N, exclude=src)
+    return list(src), list(dst)
+
+
+def _conv(kind, lin, lout):
+    """(ring over src + dst, ExactConv src -> dst)."""
+    src, dst = _primes(kind, lin, lout)
+    primes = src + dst
+    ring = rns.make_context(primes, N)
+    conv = rlwe.make_exact_conv(primes, range(lin), range(lin, lin + lout))
+    return src, ring, conv
+
+
+def _unfused(x, conv, ring, monkeypatch):
+    monkeypatch.setattr(hybrid, "FUSED_CENTERED_CONV", False)
+    return np.asarray(rlwe.exact_conv(x, conv, ring))
+
+
+CASES = [("30bit", 1, 1), ("30bit", 3, 5), ("25bit", 4, 13), ("30bit", 9, 48),
+         ("30bit", 12, 48), ("25bit", 12, 5), ("31bit", 12, 48), ("30bit", 16, 13),
+         ("31bit", 16, 1), ("mixed", 9, 13), ("25bit", 1, 48), ("25to25", 16, 48),
+         ("31bit", 3, 5), ("mixed", 4, 1)]
+
+
+@pytest.mark.parametrize("kind, lin, lout", CASES)
+def test_fused_equals_unfused(kind, lin, lout, device, put, rng, monkeypatch):
+    src, ring, conv = _conv(kind, lin, lout)
+    ring, conv = put(ring), put(conv)
+    assert conv.table.overflow_free == (kind != "31bit" or lin < 12)
+    x = random_residues(rng, src, N, batch=(2,))
+    # centered-rounding edge: +-Q/2 and its neighbours (the quotient's fraction near 1/2)
+    big = int(np.prod([int(q) for q in src], dtype=object))
+    for c, v in enumerate([big // 2, big // 2 + 1, big // 2 - 1, big - 1]):
+        x[0, :, 3 + c] = [v % q for q in src]
+    x = put(jnp.asarray(x))
+    want = _unfused(x, conv, ring, monkeypatch)
+    got = np.asarray(bconv_centered(x, conv.table, conv.quotient, conv.src_prod))
+    assert got.shape == (2, lout, N) and got.dtype == np.uint32
+    np.testing.assert_array_equal(got, want)
+    # and through exact_conv with the flag on (read at trace time)
+    monkeypatch.setattr(hybrid, "FUSED_CENTERED_CONV", True)
+    np.testing.assert_array_equal(np.asarray(rlwe.exact_conv(x, conv, ring)), want)
+
+
+@pytest.mark.parametrize("batch", [(), (3,), (2, 3), (1, 1, 2)])
+def test_batch_shapes(batch, device, put, rng, monkeypatch):
+    src, ring, conv = _conv("mixed", 9, 13)
+    ring, conv = put(ring), put(conv)
+    x = put(jnp.asarray(random_residues(rng, src, N, batch=batch)))
+    got = np.asarray(bconv_centered(x, conv.table, conv.quotient, conv.src_prod))
+    assert got.shape == batch + (13, N)
+    np.testing.assert_array_equal(got, _unfused(x, conv, ring, monkeypatch))
+
+
+def test_jit_vmap(device, put, rng, monkeypatch):
+    src, ring, conv = _conv("31bit", 12, 5)
+    ring, conv = put(ring), put(conv)
+    x = put(jnp.asarray(random_residues(rng, src, N, batch=(4, 2))))
+    want = _unfused(x, conv, ring, monkeypatch)
+    f = lambda x, c: bconv_centered(x, c.table, c.quotient, c.src_prod)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(x, conv)), want)
+    np.testing.assert_array_equal(np.asarray(jax.vmap(f, in_axes=(0, None))(x, conv)), want)
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(jax.vmap(f, in_axes=(0, None)),
+                                                              in_axes=(1, None)))(x, conv)),
+                                  np.swapaxes(want, 0, 1))
+
+
+def test_bad_inputs(rng):
+    src, ring, conv = _conv("30bit", 3, 5)
+    x = jnp.asarray(random_residues(rng, src, N))
+    t, cq, sp = conv.table, conv.quotient, conv.src_prod
+    with pytest.raises(TypeError, match="BConvTable"):
+        bconv_centered(x, conv, cq, sp)
+    with pytest.raises(TypeError, match="CrtQuotient"):
+        bconv_centered(x, t, cq.inv_fix, sp)
+    with pytest.raises(TypeError, match="uint32"):
+        bconv_centered(x.astype(jnp.int32), t, cq, sp)
+    with pytest.raises(ValueError, match="has 2 limbs but the table converts from 3"):
+        bconv_centered(x[:2], t, cq, sp)
+    with pytest.raises(ValueError, match=r"src_prod must be uint32\[5\]"):
+        bconv_centered(x, t, cq, sp[:4])
+    with pytest.raises(ValueError, match=r"src_prod must be uint32\[5\]"):
+        bconv_centered(x, t, cq, sp.astype(jnp.int32))
+    with pytest.raises(ValueError, match=r"inv_fix must be uint32\[3\]"):
+        bconv_centered(x, t, CrtQuotient(inv_fix=cq.inv_fix[:2], fix_bits=cq.fix_bits), sp)
+    for bits in (0, 29):
+        with pytest.raises(ValueError, match="fix_bits must be in"):
+            bconv_centered(x, t, CrtQuotient(inv_fix=cq.inv_fix, fix_bits=bits), sp)
+    src17 = rns.ntt_primes(30, 17, N)
+    t17 = rns.make_bconv_table(src17, rns.ntt_primes(30, 2, N, exclude=src17))
+    x17 = jnp.asarray(random_residues(rng, src17, N))
+    with pytest.raises(ValueError, match="at most 16 source limbs"):
+        bconv_centered(x17, t17, CrtQuotient(inv_fix=jnp.zeros(17, jnp.uint32), fix_bits=28),
+                       jnp.zeros(2, jnp.uint32))
+
+
+def _raw_call(x, t, inv_fix, src_prod, lout, fix_bits):
+    out = jax.ShapeDtypeStruct(x.shape[:-2] + (lout, x.shape[-1]), jnp.uint32)
+    return jax.ffi.ffi_call("jax_fhe_bconv_centered", out)(
+        x, t.in_consts, t.mat, t.out_consts, inv_fix, src_prod, fold_every=t.fold_every,
+        fix_bits=fix_bits)
+
+
+def test_kernel_argument_checks(device, put, rng):
+    """The handlers' own checks (bypassing the Python wrapper)."""
+    src, _, conv = _conv("30bit", 3, 5)
+    x = put(jnp.asarray(random_residues(rng, src, N)))
+    t, cq, sp = put(conv.table), put(conv.quotient), put(conv.src_prod)
+    np.testing.assert_array_equal(np.asarray(_raw_call(x, t, cq.inv_fix, sp, 5, cq.fix_bits)),
+                                  np.asarray(bconv_centered(x, t, cq, sp)))
+    with pytest.raises(Exception, match=r"fix_bits must be in \[1, 28\]"):
+        _raw_call(x, t, cq.inv_fix, sp, 5, 29).block_until_ready()
+    with pytest.raises(Exception, match="inv_fix: expected 3 elements"):
+        _raw_call(x, t, cq.inv_fix[:2], sp, 5, cq.fix_bits).block_until_ready()
+    with pytest.raises(Exception, match="src_prod: expected 5 elements"):
+        _raw_call(x, t, cq.inv_fix, sp[:4], 5, cq.fix_bits).block_until_ready()
+    src17 = rns.ntt_primes(30, 17, N)
+    t17 = put(rns.make_bconv_table(src17, rns.ntt_primes(30, 2, N, exclude=src17)))
+    x17 = put(jnp.asarray(random_residues(rng, src17, N)))
+    with pytest.raises(Exception, match=r"input limb count must be in \[1, 16\]"):
+        _raw_call(x17, t17, put(jnp.zeros(17, jnp.uint32)), put(jnp.zeros(2, jnp.uint32)), 2,
+                  28).block_until_ready()
+
+
+# -- CKKS: key switching with the fused conversion on equals it off ------------------------------
+
+@pytest.fixture(scope="module")
+def toy():
+    ctx = ckks.make_context(ckks.toy_n12())
+    keys = ckks.keygen(ctx, HostRandom.insecure_deterministic(12), rotations=(1, -3),
+                       conjugation=True)
+    return ctx, keys
+
+
+def _ckks_ops(ctx, keys):
+    """Public-key encryption (ModDown), relinearization + rescale, rotation, conjugation."""
+    rng = np.random.default_rng(7)
+    z, w = (rng.uniform(-1, 1, (2, 2048)) + 1j * rng.uniform(-1, 1, (2, 2048)) for _ in range(2))
+    a = ckks.encrypt(ckks.encode(z, ctx), ctx, keys.public, HostRandom.insecure_deterministic(1))
+    b = ckks.encrypt(ckks.encode(w, ctx), ctx, keys.public, HostRandom.insecure_deterministic(2))
+    evk = keys.evaluation
+    ab = ckks.mul(a, b, ctx, evk)
+    return [a.data, b.data, ab.data, ckks.rotate(a, 1, ctx, evk).data,
+            ckks.rotate(ab, -3, ctx, evk).data, ckks.conjugate(b, ctx, evk).data]
+
+
+def test_ckks_key_switch_fused_equals_unfused(toy, put, monkeypatch):
+    ctx, keys = put(toy)
+    outs = {}
+    for fused in (False, True):
+        jax.clear_caches()
+        monkeypatch.setattr(hybrid, "FUSED_CENTERED_CONV", fused)
+        outs[fused] = [np.asarray(d) for d in _ckks_ops(ctx, keys)]
+    jax.clear_caches()
+    for off, on in zip(outs[False], outs[True]):
+        np.testing.assert_array_equal(on, off)
