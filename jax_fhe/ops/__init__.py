@@ -1,10 +1,10 @@
 """Kernel primitives: thin JAX wrappers around the XLA FFI targets, plus jnp element-wise ops."""
 from .automorphism import automorphism_coeff, automorphism_ntt, conjugation_element, galois_element
-from .bconv import bconv
+from .bconv import bconv, bconv_centered
 from .modarith import add_mod, mac_mod, mul_limb_consts, mul_mod, neg_mod, reduce_mod, sub_mod
 from .ntt import intt, ntt
 
 __all__ = [
-    "add_mod", "automorphism_coeff", "automorphism_ntt", "bconv", "conjugation_element",
+    "add_mod", "automorphism_coeff", "automorphism_ntt", "bconv", "bconv_centered", "conjugation_element",
     "galois_element", "intt", "mac_mod", "mul_limb_consts", "mul_mod", "neg_mod", "ntt", "reduce_mod", "sub_mod",
 ]
