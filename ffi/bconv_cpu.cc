@@ -1,4 +1,6 @@
-// Base conversion on the CPU (reference semantics for the CUDA kernel).
+// Base conversion on the CPU (reference semantics for the CUDA kernels; formulas in
+// bconv_args.h): the plain fast conversion and the centered one, which also sums the
+// fixed-point fractions of the pre-multiplied inputs and subtracts k Q before the single store.
 #include <vector>
 
 #include "bconv_args.h"
@@ -10,31 +12,36 @@ namespace jax_fhe {
 
 namespace {
 
-ffi::Error BconvCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> in_consts,
-                        ffi::Buffer<ffi::U32> mat, ffi::Buffer<ffi::U32> out_consts,
-                        ffi::ResultBuffer<ffi::U32> y, int64_t fold_every) {
-  BconvShape s;
-  if (auto e = check_bconv_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
-                                out_consts.dimensions(), y->dimensions(), fold_every, &s);
-      e.failure())
-    return e;
+// The centered conversion's extra inputs; null for the plain conversion.
+struct Centering {
+  const uint32_t* inv_fix;   // [Lin]
+  const uint32_t* src_prod;  // [Lout]
+  int fix_bits;
+};
+
+void bconv_cpu(const BconvShape& s, const uint32_t* x, const uint32_t* in_consts,
+               const uint32_t* T, const uint32_t* oc, uint32_t* y, int64_t fold_every,
+               const Centering* cen) {
   const int64_t n = s.in.n, lin = s.lin, lout = s.lout;
-  const uint32_t* q = in_consts.typed_data();
+  const uint32_t* q = in_consts;
   const uint32_t* pre = q + lin;
   const uint32_t* pre_s = q + 2 * lin;
-  const uint32_t* oc = out_consts.typed_data();
-  const uint32_t* T = mat.typed_data();
   constexpr int64_t kTile = 256;
   const int64_t tiles = (n + kTile - 1) / kTile;
   parallel_for(s.batch * tiles, kTile * lin * lout, [&](int64_t item) {
     const int64_t b = item / tiles, c0 = (item % tiles) * kTile;
     const int64_t cn = std::min(kTile, n - c0);
-    const uint32_t* xb = x.typed_data() + b * lin * n;
-    uint32_t* yb = y->typed_data() + b * lout * n;
-    std::vector<uint32_t> yt(lin * kTile);
+    const uint32_t* xb = x + b * lin * n;
+    uint32_t* yb = y + b * lout * n;
+    std::vector<uint32_t> yt(lin * kTile), kt(kTile, 0u);
     for (int64_t j = 0; j < lin; ++j)
-      for (int64_t c = 0; c < cn; ++c)
-        yt[j * kTile + c] = mul_shoup(xb[j * n + c0 + c], pre[j], pre_s[j], q[j]);
+      for (int64_t c = 0; c < cn; ++c) {
+        const uint32_t v = mul_shoup(xb[j * n + c0 + c], pre[j], pre_s[j], q[j]);
+        yt[j * kTile + c] = v;
+        if (cen) kt[c] += mulhi32(v, cen->inv_fix[j]);  // wraps like crt.rounded_quotient's sum
+      }
+    if (cen)
+      for (int64_t c = 0; c < cn; ++c) kt[c] = (kt[c] + (1u << (cen->fix_bits - 1))) >> cen->fix_bits;
     for (int64_t i = 0; i < lout; ++i) {
       const Reduce64 red{oc[i], oc[lout + i], oc[2 * lout + i], oc[3 * lout + i]};
       const uint32_t* Ti = T + i * lin;
@@ -44,10 +51,43 @@ ffi::Error BconvCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> in_consts
           acc += static_cast<uint64_t>(yt[j * kTile + c]) * Ti[j];
           if ((j + 1) % fold_every == 0 && j + 1 < lin) acc = reduce64(acc, red);
         }
-        yb[i * n + c0 + c] = reduce64(acc, red);
+        uint32_t out = reduce64(acc, red);
+        if (cen)
+          out = sub_mod(out, reduce64(static_cast<uint64_t>(kt[c]) * cen->src_prod[i], red), red.p);
+        yb[i * n + c0 + c] = out;
       }
     }
   });
+}
+
+ffi::Error BconvCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> in_consts,
+                        ffi::Buffer<ffi::U32> mat, ffi::Buffer<ffi::U32> out_consts,
+                        ffi::ResultBuffer<ffi::U32> y, int64_t fold_every) {
+  BconvShape s;
+  if (auto e = check_bconv_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
+                                out_consts.dimensions(), y->dimensions(), fold_every, &s);
+      e.failure())
+    return e;
+  bconv_cpu(s, x.typed_data(), in_consts.typed_data(), mat.typed_data(), out_consts.typed_data(),
+            y->typed_data(), fold_every, nullptr);
+  return ffi::Error::Success();
+}
+
+ffi::Error BconvCenteredCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> in_consts,
+                                ffi::Buffer<ffi::U32> mat, ffi::Buffer<ffi::U32> out_consts,
+                                ffi::Buffer<ffi::U32> inv_fix, ffi::Buffer<ffi::U32> src_prod,
+                                ffi::ResultBuffer<ffi::U32> y, int64_t fold_every,
+                                int64_t fix_bits) {
+  BconvShape s;
+  if (auto e = check_bconv_centered_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
+                                         out_consts.dimensions(), inv_fix.dimensions(),
+                                         src_prod.dimensions(), y->dimensions(), fold_every,
+                                         fix_bits, &s);
+      e.failure())
+    return e;
+  const Centering cen{inv_fix.typed_data(), src_prod.typed_data(), static_cast<int>(fix_bits)};
+  bconv_cpu(s, x.typed_data(), in_consts.typed_data(), mat.typed_data(), out_consts.typed_data(),
+            y->typed_data(), fold_every, &cen);
   return ffi::Error::Success();
 }
 
@@ -61,5 +101,17 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCpu, BconvCpuImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()  // out_consts [4, Lout]
                                   .Ret<ffi::Buffer<ffi::U32>>()  // y [..., Lout, N]
                                   .Attr<int64_t>("fold_every"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCenteredCpu, BconvCenteredCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [..., Lin, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // in_consts [3, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // mat [Lout, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // out_consts [4, Lout]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // inv_fix [Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [Lout]
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., Lout, N]
+                                  .Attr<int64_t>("fold_every")
+                                  .Attr<int64_t>("fix_bits"));
 
 }  // namespace jax_fhe

@@ -1,4 +1,5 @@
-// Base conversion on CUDA, bit-identical to bconv_cpu.cc (semantics in bconv_args.h).
+// Base conversion on CUDA, plain and centered, bit-identical to bconv_cpu.cc (semantics in
+// bconv_args.h).
 //
 // One thread owns VEC consecutive coefficients of one batch entry: it loads the Lin input
 // residues once (vector loads, coalesced across the warp), pre-multiplies them in registers,
@@ -7,6 +8,9 @@
 // Accumulation is 64-bit (IMAD.WIDE); with FOLD=false there is no reduction until the end.
 // When the grid would be too small to fill the GPU (small batch), the output limbs are split
 // over blockIdx.z; the inputs are then re-read from L2.
+// CENTERED (jax_fhe_bconv_centered, at most 16 inputs): the pre-multiplied inputs are exactly
+// what the fixed-point quotient needs, so k = round(sum_j y_j / q_j) costs one mulhi per input
+// limb, and every output is written once, already corrected by -k Q (no second pass).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,6 +18,7 @@
 
 #include "bconv_args.h"
 #include "common.h"
+#include "cuda_device.cuh"
 #include "modarith.h"
 
 namespace jax_fhe {
@@ -64,24 +69,36 @@ __device__ __forceinline__ uint64_t mad_wide(uint32_t a, uint32_t b, uint64_t ac
 // KMAX: the input-limb count rounded up to a multiple of 4. Inputs beyond Lin are zero and the
 // table rows are zero-padded in shared memory, so the multiply-accumulate loop has a
 // compile-time trip count and no branches.
-template <int KMAX, int VEC, bool FOLD>
+// The centered conversion's extra inputs (device pointers); unused by the plain kernel.
+struct Centering {
+  const uint32_t* inv_fix;   // [Lin]
+  const uint32_t* src_prod;  // [Lout]
+  int fix_bits;
+};
+
+template <int KMAX, int VEC, bool FOLD, bool CENTERED>
 __global__ void __launch_bounds__(kThreads)
     bconv_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, int lin, int lout,
                  int n, int out_per_block, int fold_every, const uint32_t* __restrict__ in_c,
-                 const uint32_t* __restrict__ mat, const uint32_t* __restrict__ out_c) {
+                 const uint32_t* __restrict__ mat, const uint32_t* __restrict__ out_c,
+                 Centering cen) {
   static_assert(KMAX % 4 == 0, "table rows are read as 16-byte vectors");
+  static_assert(!CENTERED || KMAX <= 16, "the fixed-point quotient sums at most 16 terms");
   extern __shared__ uint4 sm4[];
   const int o0 = blockIdx.z * out_per_block;
   const int on = min(out_per_block, lout - o0);
   uint32_t* sT = reinterpret_cast<uint32_t*>(sm4);  // [on][KMAX], zero-padded
   uint4* sOut = sm4 + out_per_block * KMAX / 4;     // [on]: p, r32, r32_shoup, one_shoup
+  uint32_t* sProd = reinterpret_cast<uint32_t*>(sOut + out_per_block);  // CENTERED: [on] Q mod p_i
   for (int k = threadIdx.x; k < on * KMAX; k += blockDim.x) {
     const int i = k / KMAX, j = k % KMAX;
     sT[k] = j < lin ? mat[(o0 + i) * lin + j] : 0u;
   }
-  for (int k = threadIdx.x; k < on; k += blockDim.x)
+  for (int k = threadIdx.x; k < on; k += blockDim.x) {
     sOut[k] = make_uint4(out_c[o0 + k], out_c[lout + o0 + k], out_c[2 * lout + o0 + k],
                          out_c[3 * lout + o0 + k]);
+    if (CENTERED) sProd[k] = cen.src_prod[o0 + k];
+  }
   __syncthreads();
 
   const int c = (blockIdx.x * kThreads + threadIdx.x) * VEC;
@@ -90,8 +107,11 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t* xb = x + b * lin * n + c;
   uint32_t* yb = y + (b * lout + o0) * n + c;
 
-  // pre-multiply the inputs by (Q/q_j)^-1 mod q_j
+  // pre-multiply the inputs by (Q/q_j)^-1 mod q_j (CENTERED: and sum their fixed-point fractions)
   uint32_t v[KMAX][VEC];
+  uint32_t kq[VEC];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) kq[e] = 0;
 #pragma unroll
   for (int j = 0; j < KMAX; ++j) {
     if (j < lin) {
@@ -99,10 +119,19 @@ __global__ void __launch_bounds__(kThreads)
       const uint32_t q = __ldg(in_c + j), w = __ldg(in_c + lin + j), ws = __ldg(in_c + 2 * lin + j);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) v[j][e] = mul_shoup(v[j][e], w, ws, q);
+      if (CENTERED) {
+        const uint32_t fx = __ldg(cen.inv_fix + j);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) kq[e] += __umulhi(v[j][e], fx);  // wraps like crt's uint32 sum
+      }
     } else {
 #pragma unroll
       for (int e = 0; e < VEC; ++e) v[j][e] = 0;
     }
+  }
+  if (CENTERED) {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) kq[e] = (kq[e] + (1u << (cen.fix_bits - 1))) >> cen.fix_bits;
   }
   const uint4* sT4 = reinterpret_cast<const uint4*>(sT);
   for (int i = 0; i < on; ++i) {
@@ -128,47 +157,73 @@ __global__ void __launch_bounds__(kThreads)
     }
     uint32_t out[VEC];
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) out[e] = reduce64(acc[e], red);
+    for (int e = 0; e < VEC; ++e) {
+      out[e] = reduce64(acc[e], red);
+      // k Q mod p_i: k is any word (<= Lin for valid inputs); reduce the exact product
+      if (CENTERED) out[e] = sub_mod(out[e], reduce64(static_cast<uint64_t>(kq[e]) * sProd[i], red), red.p);
+    }
     VecIO<VEC>::store(yb + static_cast<int64_t>(i) * n, out);
   }
 }
 
-int sm_count() {
-  static const int count = [] {
-    int dev = 0, c = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || c <= 0)
-      c = 100;
-    return c;
-  }();
-  return count;
-}
-
-template <int KMAX, int VEC>
+template <int KMAX, int VEC, bool CENTERED>
 void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
             const uint32_t* x, uint32_t* y, const uint32_t* in_c, const uint32_t* mat,
-            const uint32_t* out_c) {
+            const uint32_t* out_c, const Centering& cen) {
   const int n = static_cast<int>(s.in.n), lin = static_cast<int>(s.lin), lout = static_cast<int>(s.lout);
   const int tiles = (n + kThreads * VEC - 1) / (kThreads * VEC);
   const int64_t blocks_xy = static_cast<int64_t>(tiles) * s.batch;
   int splits = static_cast<int>(std::min<int64_t>(lout, std::max<int64_t>(1, (2 * sm_count() + blocks_xy - 1) / blocks_xy)));
-  // shared memory per output limb: its padded table row and four reduction constants; stay
-  // within the 48 KB a launch gets without opting in
-  const int max_per_block = (48 << 10) / static_cast<int>(sizeof(uint32_t) * (KMAX + 4));
+  // shared memory per output limb: its padded table row, four reduction constants (and
+  // Q mod p_i when centering); stay within the 48 KB a launch gets without opting in
+  const int per_out = KMAX + 4 + (CENTERED ? 1 : 0);
+  const int max_per_block = (48 << 10) / static_cast<int>(sizeof(uint32_t) * per_out);
   splits = std::max(splits, (lout + max_per_block - 1) / max_per_block);
   const int per_block = (lout + splits - 1) / splits;
   splits = (lout + per_block - 1) / per_block;
-  const size_t smem = sizeof(uint32_t) * (per_block * KMAX + 4 * per_block);
+  const size_t smem = sizeof(uint32_t) * per_block * per_out;
   for (int64_t b0 = 0; b0 < s.batch; b0 += 65535) {
     const int64_t nb = std::min<int64_t>(65535, s.batch - b0);
     dim3 grid(tiles, static_cast<unsigned>(nb), splits);
     const uint32_t* xs = x + b0 * lin * n;
     uint32_t* ys = y + b0 * lout * n;
     if (fold)
-      bconv_kernel<KMAX, VEC, true><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, per_block, fold_every, in_c, mat, out_c);
+      bconv_kernel<KMAX, VEC, true, CENTERED><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, per_block, fold_every, in_c, mat, out_c, cen);
     else
-      bconv_kernel<KMAX, VEC, false><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, per_block, fold_every, in_c, mat, out_c);
+      bconv_kernel<KMAX, VEC, false, CENTERED><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, per_block, fold_every, in_c, mat, out_c, cen);
   }
+}
+
+// Kernel choice by input count: KMAX = Lin rounded up, VEC coefficients per thread.
+template <bool CENTERED>
+ffi::Error run_bconv(cudaStream_t stream, const BconvShape& s, int64_t fold_every, const uint32_t* x,
+                     uint32_t* y, const uint32_t* in_c, const uint32_t* mat, const uint32_t* out_c,
+                     const Centering& cen) {
+  if (s.batch == 0 || s.lout == 0) return ffi::Error::Success();
+  const bool fold = fold_every < s.lin;
+  const int fe = static_cast<int>(std::min<int64_t>(fold_every, s.lin));
+  auto args = [&](auto launcher) { launcher(stream, s, fold, fe, x, y, in_c, mat, out_c, cen); };
+  // JAX_FHE_BCONV_VEC (1, 2 or 4) caps the coefficients per thread at 9..12 inputs (tuning:
+  // fewer coefficients per thread need fewer registers, so more warps fit on an SM)
+  static const int max_vec = [] {
+    const char* env = std::getenv("JAX_FHE_BCONV_VEC");
+    return env ? std::atoi(env) : 4;
+  }();
+  if (s.lin <= 4) args(launch<4, 4, CENTERED>);
+  else if (s.lin <= 8) args(launch<8, 4, CENTERED>);
+  else if (s.lin <= 12)
+    args(max_vec >= 4 ? launch<12, 4, CENTERED> : max_vec >= 2 ? launch<12, 2, CENTERED> : launch<12, 1, CENTERED>);
+  else if (s.lin <= 16) args(launch<16, 4, CENTERED>);
+  else if constexpr (!CENTERED) {  // the centered handler's checks stop at 16 inputs
+    if (s.lin <= 24) args(launch<24, 2, false>);
+    else if (s.lin <= 32) args(launch<32, 1, false>);
+    else if (s.lin <= 48) args(launch<48, 1, false>);
+    else args(launch<64, 1, false>);
+  }
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    return ffi::Error::Internal(std::string("bconv kernel launch failed: ") + cudaGetErrorString(err));
+  return ffi::Error::Success();
 }
 
 ffi::Error BconvCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
@@ -180,31 +235,26 @@ ffi::Error BconvCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                                 out_consts.dimensions(), y->dimensions(), fold_every, &s);
       e.failure())
     return e;
-  if (s.batch == 0 || s.lout == 0) return ffi::Error::Success();
-  const bool fold = fold_every < s.lin;
-  const int fe = static_cast<int>(std::min<int64_t>(fold_every, s.lin));
-  auto args = [&](auto launcher) {
-    launcher(stream, s, fold, fe, x.typed_data(), y->typed_data(), in_consts.typed_data(),
-             mat.typed_data(), out_consts.typed_data());
-  };
-  // JAX_FHE_BCONV_VEC (1, 2 or 4) caps the coefficients per thread at 9..12 inputs (tuning:
-  // fewer coefficients per thread need fewer registers, so more warps fit on an SM)
-  static const int max_vec = [] {
-    const char* env = std::getenv("JAX_FHE_BCONV_VEC");
-    return env ? std::atoi(env) : 4;
-  }();
-  if (s.lin <= 4) args(launch<4, 4>);
-  else if (s.lin <= 8) args(launch<8, 4>);
-  else if (s.lin <= 12) args(max_vec >= 4 ? launch<12, 4> : max_vec >= 2 ? launch<12, 2> : launch<12, 1>);
-  else if (s.lin <= 16) args(launch<16, 4>);
-  else if (s.lin <= 24) args(launch<24, 2>);
-  else if (s.lin <= 32) args(launch<32, 1>);
-  else if (s.lin <= 48) args(launch<48, 1>);
-  else args(launch<64, 1>);
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess)
-    return ffi::Error::Internal(std::string("bconv kernel launch failed: ") + cudaGetErrorString(err));
-  return ffi::Error::Success();
+  return run_bconv<false>(stream, s, fold_every, x.typed_data(), y->typed_data(),
+                          in_consts.typed_data(), mat.typed_data(), out_consts.typed_data(),
+                          Centering{nullptr, nullptr, 1});
+}
+
+ffi::Error BconvCenteredCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
+                                 ffi::Buffer<ffi::U32> in_consts, ffi::Buffer<ffi::U32> mat,
+                                 ffi::Buffer<ffi::U32> out_consts, ffi::Buffer<ffi::U32> inv_fix,
+                                 ffi::Buffer<ffi::U32> src_prod, ffi::ResultBuffer<ffi::U32> y,
+                                 int64_t fold_every, int64_t fix_bits) {
+  BconvShape s;
+  if (auto e = check_bconv_centered_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
+                                         out_consts.dimensions(), inv_fix.dimensions(),
+                                         src_prod.dimensions(), y->dimensions(), fold_every,
+                                         fix_bits, &s);
+      e.failure())
+    return e;
+  return run_bconv<true>(stream, s, fold_every, x.typed_data(), y->typed_data(),
+                         in_consts.typed_data(), mat.typed_data(), out_consts.typed_data(),
+                         Centering{inv_fix.typed_data(), src_prod.typed_data(), static_cast<int>(fix_bits)});
 }
 
 }  // namespace
@@ -218,6 +268,20 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCuda, BconvCudaImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Ret<ffi::Buffer<ffi::U32>>()
                                   .Attr<int64_t>("fold_every"),
+                              {ffi::Traits::kCmdBufferCompatible});
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCenteredCuda, BconvCenteredCudaImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [..., Lin, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // in_consts [3, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // mat [Lout, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // out_consts [4, Lout]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // inv_fix [Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [Lout]
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., Lout, N]
+                                  .Attr<int64_t>("fold_every")
+                                  .Attr<int64_t>("fix_bits"),
                               {ffi::Traits::kCmdBufferCompatible});
 
 }  // namespace jax_fhe

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "cuda_device.cuh"
 #include "ntt_device.cuh"
 
 namespace jax_fhe {
@@ -137,19 +138,6 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
 #endif
 }
 
-// Compute capability major of the current device (cached per device).
-int device_cc_major() {
-  static int cache[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
-  if (cache[dev] == 0) {
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
-    cache[dev] = major;
-  }
-  return cache[dev];
-}
-
 // Launch the cluster kernel over `groups` polynomials (grid.y); returns false (and clears the
 // error) if the launch is refused, e.g. clusters of this size cannot be scheduled.
 template <int LOGN, bool INVERSE>
@@ -214,7 +202,7 @@ ClusterRun run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32
     const char* env = std::getenv("JAX_FHE_NTT_CLUSTER");
     return env && env[0] == '1';
   }();
-  if (!enabled || !lazy || s.log_n != 16 || device_cc_major() < 9)
+  if (!enabled || !lazy || s.log_n != 16 || cc_major() < 9)
     return ClusterRun::kNotRun;
   return inverse ? run_cluster<true>(stream, s, src, dst, t) : run_cluster<false>(stream, s, src, dst, t);
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device call for performance work: build (sm_90a) + the kernel tests, then the NTT with and
-# without the cluster kernel, BConv with 4/2/1 coefficients per thread (GPU clocks and power
-# logged alongside, to tell throttling from kernel time), the CKKS benchmark and, if present,
-# the PIR stage profile. Each part can be skipped (SKIP_NTT, SKIP_BCONV, SKIP_CKKS, SKIP_PIR=1).
+# without the cluster kernel (NTT_CLUSTER_SWEEP, NTT_P_SWEEP, NTT_CHUNK_SWEEP), BConv with 4/2/1
+# coefficients per thread (BCONV_VEC_SWEEP), with GPU clocks and power logged alongside to tell
+# throttling from kernel time, the CKKS benchmark and, if present, the PIR stage profile. Each part can be skipped (SKIP_NTT, SKIP_BCONV, SKIP_CKKS, SKIP_PIR=1).
 # Logs under $OUT.   bash scripts/gpu_perf.sh [pytest-args for the kernel tests]
 set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
@@ -13,10 +13,16 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
   --format=csv -lms 200 > "$OUT/smi.csv" 2>&1 &
 SMI=$!
 if [ "${SKIP_NTT:-0}" != "1" ]; then
+  # sweeps: single-pass cluster kernel or two-phase; for the latter, polynomials per thread (P)
+  # and L2-sized chunk bytes ("default" = the handler's choice)
   for cl in ${NTT_CLUSTER_SWEEP:-0 1}; do
-    echo "== NTT, JAX_FHE_NTT_CLUSTER=$cl"
-    JAX_FHE_NTT_CLUSTER=$cl timeout 120 $B --kernels ntt --limbs 48 --batches 1,4,16 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth"
-  done
+  for c in ${NTT_CHUNK_SWEEP:-default}; do
+  for p in ${NTT_P_SWEEP:-4}; do
+    echo "== NTT, JAX_FHE_NTT_CLUSTER=$cl JAX_FHE_NTT_MAX_P=$p JAX_FHE_NTT_CHUNK_BYTES=$c"
+    ( [ "$c" != default ] && export JAX_FHE_NTT_CHUNK_BYTES=$c
+      JAX_FHE_NTT_CLUSTER=$cl JAX_FHE_NTT_MAX_P=$p timeout 120 $B --kernels ntt --limbs ${NTT_LIMBS:-48} \
+        --batches ${NTT_BATCHES:-1,4,16} 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth" )
+  done; done; done
 fi
 if [ "${SKIP_BCONV:-0}" != "1" ]; then
   for v in ${BCONV_VEC_SWEEP:-4 2}; do

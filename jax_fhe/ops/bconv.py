@@ -14,13 +14,7 @@ def bconv(x, table: BConvTable) -> jax.Array:
 
         out_i = sum_j [x_j (Q/q_j)^-1]_{q_j} (Q/q_j)  mod p_i,   Q = prod(table.src).
     """
-    if not isinstance(table, BConvTable):
-        raise TypeError(f"bconv: expected a BConvTable (jax_fhe.rns.make_bconv_table), got {type(table).__name__}")
-    x = as_poly(x, "bconv")
-    lin, lout = len(table.src), len(table.dst)
-    if x.shape[-2] != lin:
-        raise ValueError(f"bconv: input has {x.shape[-2]} limbs but the table converts from {lin}")
-    out = jax.ShapeDtypeStruct(x.shape[:-2] + (lout, x.shape[-1]), x.dtype)
+    x, out = _check(x, table, "bconv")
     call = jax.ffi.ffi_call("jax_fhe_bconv", out, vmap_method="expand_dims")
     return call(x, table.in_consts, table.mat, table.out_consts, fold_every=table.fold_every)
 
@@ -41,17 +35,13 @@ def bconv_centered(x, table: BConvTable, quotient, src_prod) -> jax.Array:
     bit for bit what ``bconv`` followed by ``rlwe.crt.rounded_quotient`` and the correction
     computes (``jax_fhe.rlwe.hybrid.exact_conv``).
     """
-    if not isinstance(table, BConvTable):
-        raise TypeError(f"bconv_centered: expected a BConvTable (jax_fhe.rns.make_bconv_table), got {type(table).__name__}")
     from ..rlwe.crt import MAX_TERMS, CrtQuotient  # lazy: jax_fhe.rlwe imports ops
 
+    x, out = _check(x, table, "bconv_centered")
     if not isinstance(quotient, CrtQuotient):
         raise TypeError(f"bconv_centered: expected a CrtQuotient (jax_fhe.rlwe.crt.make_crt_quotient), "
                         f"got {type(quotient).__name__}")
-    x = as_poly(x, "bconv_centered")
     lin, lout = len(table.src), len(table.dst)
-    if x.shape[-2] != lin:
-        raise ValueError(f"bconv_centered: input has {x.shape[-2]} limbs but the table converts from {lin}")
     if lin > MAX_TERMS:
         raise ValueError(f"bconv_centered: at most {MAX_TERMS} source limbs (fixed-point quotient), got {lin}")
     if not 1 <= quotient.fix_bits <= 28:
@@ -60,7 +50,16 @@ def bconv_centered(x, table: BConvTable, quotient, src_prod) -> jax.Array:
         if getattr(arr, "dtype", None) != jnp.uint32 or tuple(arr.shape) != (want,):
             raise ValueError(f"bconv_centered: {name} must be uint32[{want}], got "
                              f"{getattr(arr, 'dtype', type(arr).__name__)}{list(getattr(arr, 'shape', ()))}")
-    out = jax.ShapeDtypeStruct(x.shape[:-2] + (lout, x.shape[-1]), x.dtype)
     call = jax.ffi.ffi_call("jax_fhe_bconv_centered", out, vmap_method="expand_dims")
     return call(x, table.in_consts, table.mat, table.out_consts, quotient.inv_fix, src_prod,
                 fold_every=table.fold_every, fix_bits=quotient.fix_bits)
+
+
+def _check(x, table, what):
+    """x as a validated uint32[..., Lin, N] and the output's ShapeDtypeStruct [..., Lout, N]."""
+    if not isinstance(table, BConvTable):
+        raise TypeError(f"{what}: expected a BConvTable (jax_fhe.rns.make_bconv_table), got {type(table).__name__}")
+    x = as_poly(x, what)
+    if x.shape[-2] != len(table.src):
+        raise ValueError(f"{what}: input has {x.shape[-2]} limbs but the table converts from {len(table.src)}")
+    return x, jax.ShapeDtypeStruct(x.shape[:-2] + (len(table.dst), x.shape[-1]), x.dtype)
