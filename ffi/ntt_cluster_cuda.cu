@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 
 #include "cuda_device.cuh"
@@ -145,10 +146,17 @@ bool launch_cluster(const uint32_t* src, uint32_t* dst, int64_t groups, const Ta
                     cudaStream_t stream) {
   using G = ClusterGeometry<LOGN>;
   auto kernel = ntt_cluster_kernel<LOGN, INVERSE>;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(G::smem_bytes)) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
+  // the shared-memory opt-in is per device and per kernel: set it once, not on every launch
+  static std::atomic<bool> opted_in[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+  if (!opted_in[dev].load(std::memory_order_relaxed)) {
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(G::smem_bytes)) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    opted_in[dev].store(true, std::memory_order_relaxed);
   }
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(G::C, static_cast<unsigned>(groups), 1);
