@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import ops
+from ..ops._checks import take_static
 from ..rlwe.hybrid import mod_down
 from ..rns.sampling import to_residues
 from ..rns.shoup import device_u32
@@ -42,7 +43,6 @@ def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None) -> Ciphertext:
     check_data(pt.data, p, pt.level, (), "encrypt")
     rng = _rng(rng)
     rows, primes = p.rows(pt.level), p.primes(pt.level)
-    idx = np.asarray(rows, dtype=np.int32)
     batch = tuple(pt.data.shape[:-2])
     shape = batch + (p.n,)
     if isinstance(key, PublicKey):
@@ -51,7 +51,7 @@ def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None) -> Ciphertext:
         ext_shape = batch + (len(ext_rows), p.n)
         v = rng.ternary(shape)
         v = ops.ntt(jnp.asarray(to_residues(v, ext_primes)), ctx.ring, ext_rows)
-        pk = jnp.take(key.data, np.asarray(ext_rows, dtype=np.int32), axis=-2)
+        pk = take_static(key.data, ext_rows, -2, max_runs=1)
         full = lambda x: jnp.broadcast_to(x, ext_shape)  # noqa: E731
         b = ops.add_mod(ops.mul_mod(v, full(pk[0]), ctx.ring, ext_rows),
                         _noise(rng, shape, p, ext_primes, ctx, ext_rows), ctx.ring, ext_rows)
@@ -66,7 +66,7 @@ def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None) -> Ciphertext:
         return Ciphertext(data=ct, level=pt.level, scale=pt.scale, slots=pt.slots, params=p)
     elif isinstance(key, SecretKey):
         a = jnp.asarray(np.moveaxis(rng.uniform_mod(primes, shape), 0, -2))
-        s = jnp.broadcast_to(jnp.take(key.s, idx, axis=-2), a.shape)
+        s = jnp.broadcast_to(take_static(key.s, rows, -2, max_runs=1), a.shape)
         b = ops.sub_mod(_noise(rng, shape, p, primes, ctx, rows), ops.mul_mod(a, s, ctx.ring, rows),
                         ctx.ring, rows)
     else:
@@ -90,6 +90,6 @@ def decrypt(ct: Ciphertext, ctx: CKKSContext, sk: SecretKey) -> Plaintext:
     check_data(ct.data, p, ct.level, (2,), "decrypt")
     rows = p.rows(ct.level)
     b, a = ct.data[..., 0, :, :], ct.data[..., 1, :, :]
-    s = jnp.broadcast_to(jnp.take(sk.s, np.asarray(rows, dtype=np.int32), axis=-2), a.shape)
+    s = jnp.broadcast_to(take_static(sk.s, rows, -2, max_runs=1), a.shape)
     m = ops.mac_mod(b, a, s, ctx.ring, rows)
     return Plaintext(data=m, level=ct.level, scale=ct.scale, slots=ct.slots, params=p)

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import ops
+from ..ops._checks import take_static
 from ..rlwe import hybrid
 from ..rns.shoup import device_u32
 from .context import CKKSContext, check_context
@@ -76,7 +77,7 @@ def _const_ntt(c, scale: float, ctx: CKKSContext, rows, like) -> jax.Array:
     re, im = int(round(c.real * scale)), int(round(c.imag * scale))
     out = jnp.broadcast_to(device_u32([re % q for q in primes])[:, None], like.shape)
     if im:
-        unit = jnp.broadcast_to(jnp.take(ctx.imag, np.asarray(rows, dtype=np.int32), axis=0), like.shape)
+        unit = jnp.broadcast_to(take_static(ctx.imag, rows, 0), like.shape)
         ims = jnp.broadcast_to(device_u32([im % q for q in primes])[:, None], like.shape)
         out = ops.add_mod(out, ops.mul_mod(ims, unit, ctx.ring, rows), ctx.ring, rows)
     return out
@@ -325,5 +326,5 @@ def mul_i(a: Ciphertext, ctx: CKKSContext) -> Ciphertext:
     ctx = check_context(ctx, "mul_i")
     check_ct(a, ctx, "mul_i")
     rows = a.params.rows(a.level)
-    unit = jnp.take(ctx.imag, np.asarray(rows, dtype=np.int32), axis=0)
+    unit = take_static(ctx.imag, rows, 0)
     return _with(a, _mul_data(a.data, jnp.broadcast_to(unit, a.data.shape[:-3] + unit.shape), ctx, rows))
