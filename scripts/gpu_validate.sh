@@ -7,7 +7,7 @@ set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 SKIP_TESTS=1 SKIP_BENCH=1 bash scripts/gpu_run.sh || exit 1
-TESTS="tests/test_exppack.py tests/test_cross_backend.py tests/test_ckks_hybrid.py tests/test_ckks_ops.py"
+TESTS="tests/test_bconv.py tests/test_exppack.py tests/test_cross_backend.py tests/test_ckks_hybrid.py tests/test_ckks_ops.py"
 [ -f tests/test_bconv_centered.py ] && TESTS="$TESTS tests/test_bconv_centered.py"
 python3 -m pytest -q -p no:cacheprovider -m gpu $TESTS "$@" 2>&1 | tee "$OUT/pytest_validate.log" | tail -6
 python3 -m pytest -q -p no:cacheprovider -m gpu -k "fused" tests/test_pir_protocols.py 2>&1 | tee -a "$OUT/pytest_validate.log" | tail -3
