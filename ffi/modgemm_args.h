@@ -4,13 +4,14 @@
 // For every batch entry b (a (slot, limb) pair of the packing GEMM):
 //   out[b, m, c] = sum_k H[b, m, k] * R[b, k, c]  mod q_b,
 //   H[b, m, k]   = sum_{a<4} 2^(8a) lhs[b, a M + m, k]   (balanced byte planes, int8),
-//   R[b, k, c]   = rhs[b, k, c]                           (uint32 words below 2^29).
+//   R[b, k, c]   = rhs_t[b, c, k]                         (uint32 words below 2^29; the rhs
+//                                                          comes transposed, K-contiguous).
 // The CUDA kernel splits R into balanced byte planes too and runs the 16 plane products on int8
 // tensor cores, accumulating each shift s = a + b in int32 (exact while 4 K 2^14 < q_b, checked
 // here), so the int32 plane products never reach memory (the XLA path, modgemm.mod_matmul,
 // writes and re-reads them).
 //
-// lhs:    int8[..., 4 M, K]    rhs: uint32[..., K, C]    moduli: uint32[...] (one per entry)
+// lhs:    int8[..., 4 M, K]    rhs_t: uint32[..., C, K]    moduli: uint32[...] (one per entry)
 // out:    uint32[..., M, C], canonical residues.
 #pragma once
 
@@ -28,7 +29,7 @@ inline ffi::Error check_modgemm_args(ffi::AnyBuffer::Dimensions lhs, ffi::AnyBuf
   if (lhs.size() < 2 || rhs.size() != lhs.size() || out.size() != lhs.size() ||
       moduli.size() != lhs.size() - 2)
     return ffi::Error::InvalidArgument(
-        "mod_matmul_planes: expected lhs [..., 4M, K], rhs [..., K, C], moduli [...], out [..., M, C]");
+        "mod_matmul_planes: expected lhs [..., 4M, K], rhs_t [..., C, K], moduli [...], out [..., M, C]");
   const size_t nb = lhs.size() - 2;
   s->batch = 1;
   for (size_t i = 0; i < nb; ++i) {
@@ -39,8 +40,8 @@ inline ffi::Error check_modgemm_args(ffi::AnyBuffer::Dimensions lhs, ffi::AnyBuf
   if (lhs[nb] % 4) return ffi::Error::InvalidArgument("mod_matmul_planes: lhs rows must be 4 M");
   s->m = lhs[nb] / 4;
   s->k = lhs[nb + 1];
-  s->c = rhs[nb + 1];
-  if (rhs[nb] != s->k) return ffi::Error::InvalidArgument("mod_matmul_planes: lhs and rhs K differ");
+  s->c = rhs[nb];
+  if (rhs[nb + 1] != s->k) return ffi::Error::InvalidArgument("mod_matmul_planes: lhs and rhs K differ");
   if (s->k % 4) return ffi::Error::InvalidArgument("mod_matmul_planes: K must be a multiple of 4");
   if (out[nb] != s->m || out[nb + 1] != s->c)
     return ffi::Error::InvalidArgument("mod_matmul_planes: output shape mismatch");

@@ -24,13 +24,13 @@ ffi::Error ModMatmulPlanesCpuImpl(ffi::Buffer<ffi::S8> lhs, ffi::Buffer<ffi::U32
   parallel_for(s.batch * m_rows, 4 * K * C, [&](int64_t item) {
     const int64_t b = item / m_rows, m = item % m_rows;
     const int8_t* planes = L + b * 4 * m_rows * K;
-    const uint32_t* rb = R + b * K * C;
+    const uint32_t* rb = R + b * C * K;  // transposed: [C, K]
     for (int64_t c = 0; c < C; ++c) {
       __int128 acc = 0;
       for (int64_t k = 0; k < K; ++k) {
         int64_t h = 0;
         for (int a = 3; a >= 0; --a) h = h * 256 + planes[(a * m_rows + m) * K + k];
-        acc += static_cast<__int128>(h) * rb[k * C + c];
+        acc += static_cast<__int128>(h) * rb[c * K + k];
       }
       __int128 r = acc % static_cast<__int128>(q[b]);
       if (r < 0) r += q[b];
@@ -45,7 +45,7 @@ ffi::Error ModMatmulPlanesCpuImpl(ffi::Buffer<ffi::S8> lhs, ffi::Buffer<ffi::U32
 XLA_FFI_DEFINE_HANDLER_SYMBOL(ModMatmulPlanesCpu, ModMatmulPlanesCpuImpl,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::S8>>()   // lhs [..., 4M, K]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // rhs [..., K, C]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // rhs_t [..., C, K]
                                   .Arg<ffi::Buffer<ffi::U32>>()  // moduli [...]
                                   .Ret<ffi::Buffer<ffi::U32>>());  // out [..., M, C]
 

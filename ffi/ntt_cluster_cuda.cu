@@ -73,8 +73,10 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
   constexpr int64_t N = int64_t{1} << LOGN;
   // limb-major grid (blockIdx.y = limb * batch_count + entry): the clusters running at one
   // time share a few limbs, so their twiddle tables stay in L2
-  const int64_t poly = (t.batch0 + blockIdx.y % t.batch_count) * t.limbs + blockIdx.y / t.batch_count;
-  const int tab = t.rows[poly % t.limbs];
+  const unsigned entries = static_cast<unsigned>(t.batch_count);  // at most 65535 per launch
+  const int limb = static_cast<int>(blockIdx.y / entries);
+  const int64_t poly = (t.batch0 + blockIdx.y % entries) * t.limbs + limb;
+  const int tab = t.rows[limb];
   const uint32_t q = t.moduli[tab];
   const uint32_t* tw = t.tw + tab * N;
   const uint32_t* tws = t.tw_shoup + tab * N;

@@ -48,8 +48,8 @@ struct ColsPerBlock {
 };
 
 // Phase "columns": stages 0..K1-1 (forward) or their inverse, plus the N^-1 scaling.
-template <int K1, int P, bool INVERSE, bool LAZY>
-__global__ void __launch_bounds__((1 << K1) / R * ColsPerBlock<P>::value)
+template <int K1, int P, bool INVERSE, bool LAZY, int MINB>
+__global__ void __launch_bounds__((1 << K1) / R * ColsPerBlock<P>::value, MINB)
     ntt_columns_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                        Tables t) {
   constexpr int n1 = 1 << K1;
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__((1 << K1) / R * ColsPerBlock<P>::value)
   __shared__ uint32_t smem[P * n1 * kCols];
   const int n2 = (1 << t.log_n) >> K1;
   const int64_t poly = t.poly0<P>();
-  const int row = t.rows[poly % t.limbs];
+  const int row = t.rows[t.limb()];
   const uint32_t q = t.moduli[row];
   const int64_t N = int64_t{1} << t.log_n;
   const int64_t stride = t.limbs * N;  // between the block's P polynomials
@@ -96,15 +96,15 @@ struct RowsGeometry {
   static constexpr int padded = n2 + n2 / 32;  // one pad word per 32 avoids bank conflicts
 };
 
-template <int K2, int P, bool INVERSE, bool LAZY>
-__global__ void __launch_bounds__(RowsGeometry<K2>::threads)
+template <int K2, int P, bool INVERSE, bool LAZY, int MINB>
+__global__ void __launch_bounds__(RowsGeometry<K2>::threads, MINB)
     ntt_rows_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                     Tables t) {
   using G = RowsGeometry<K2>;
   __shared__ uint32_t smem[P * G::rows_per_block * G::padded];
   const int n1 = (1 << t.log_n) >> K2;
   const int64_t poly = t.poly0<P>();
-  const int row_tab = t.rows[poly % t.limbs];
+  const int row_tab = t.rows[t.limb()];
   const uint32_t q = t.moduli[row_tab];
   const int64_t N = int64_t{1} << t.log_n;
   const int64_t stride = t.limbs * N;
@@ -137,40 +137,62 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads)
 }
 
 // `groups`: number of P-polynomial groups in the launch (grid.y).
-template <int K1, int P, bool INVERSE, bool LAZY>
+template <int K1, int P, bool INVERSE, bool LAZY, int MINB>
 void launch_columns(const uint32_t* src, uint32_t* dst, int64_t groups, const Tables& t,
                     cudaStream_t stream) {
   constexpr int kCols = ColsPerBlock<P>::value;
   const int n2 = (1 << t.log_n) >> K1;
   dim3 grid(n2 / kCols, static_cast<unsigned>(groups));
-  ntt_columns_kernel<K1, P, INVERSE, LAZY><<<grid, (1 << K1) / R * kCols, 0, stream>>>(src, dst, t);
+  ntt_columns_kernel<K1, P, INVERSE, LAZY, MINB><<<grid, (1 << K1) / R * kCols, 0, stream>>>(src, dst, t);
 }
 
-template <int K2, int P, bool INVERSE, bool LAZY>
+template <int K2, int P, bool INVERSE, bool LAZY, int MINB>
 void launch_rows(const uint32_t* src, uint32_t* dst, int64_t groups, const Tables& t,
                  cudaStream_t stream) {
   using G = RowsGeometry<K2>;
   const int n1 = (1 << t.log_n) >> K2;
   dim3 grid(n1 / G::rows_per_block, static_cast<unsigned>(groups));
-  ntt_rows_kernel<K2, P, INVERSE, LAZY><<<grid, G::threads, 0, stream>>>(src, dst, t);
+  ntt_rows_kernel<K2, P, INVERSE, LAZY, MINB><<<grid, G::threads, 0, stream>>>(src, dst, t);
+}
+
+template <int K, int P, bool INVERSE, bool LAZY, int MINB>
+void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t groups,
+                    const Tables& t, cudaStream_t stream) {
+  if (columns)
+    launch_columns<K, P, INVERSE, LAZY, MINB>(src, dst, groups, t, stream);
+  else
+    launch_rows<K, P, INVERSE, LAZY, MINB>(src, dst, groups, t, stream);
+}
+
+// Minimum resident blocks per SM asked of the compiler for the N = 2^16 phases
+// (JAX_FHE_NTT_MIN_BLOCKS = 1 .. 4; tuning knob; 0 = no hint, the default). The hint sets the
+// register budget (256 threads: 1 -> up to 255, 2 -> 128, 3 -> 85, 4 -> 64), which trades
+// occupancy against how many of a thread's loads ptxas issues before the first butterfly.
+int ntt_min_blocks() {
+  static const int v = [] {
+    const char* env = std::getenv("JAX_FHE_NTT_MIN_BLOCKS");
+    const int m = env ? std::atoi(env) : 0;
+    return (m >= 1 && m <= 4) ? m : 0;
+  }();
+  return v;
 }
 
 template <int P, bool INVERSE, bool LAZY>
 void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64_t groups,
                   const Tables& t, cudaStream_t stream) {
   switch (k) {
-#define JAX_FHE_NTT_CASE(KK)                                                   \
-  case KK:                                                                     \
-    if (columns)                                                               \
-      launch_columns<KK, P, INVERSE, LAZY>(src, dst, groups, t, stream);      \
-    else                                                                       \
-      launch_rows<KK, P, INVERSE, LAZY>(src, dst, groups, t, stream);         \
-    break;
-    JAX_FHE_NTT_CASE(5)
-    JAX_FHE_NTT_CASE(6)
-    JAX_FHE_NTT_CASE(7)
-    JAX_FHE_NTT_CASE(8)
-#undef JAX_FHE_NTT_CASE
+    case 5: launch_phase_k<5, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
+    case 6: launch_phase_k<6, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
+    case 7: launch_phase_k<7, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
+    case 8:
+      switch (ntt_min_blocks()) {
+        case 1: launch_phase_k<8, P, INVERSE, LAZY, 1>(columns, src, dst, groups, t, stream); break;
+        case 2: launch_phase_k<8, P, INVERSE, LAZY, 2>(columns, src, dst, groups, t, stream); break;
+        case 3: launch_phase_k<8, P, INVERSE, LAZY, 3>(columns, src, dst, groups, t, stream); break;
+        case 4: launch_phase_k<8, P, INVERSE, LAZY, 4>(columns, src, dst, groups, t, stream); break;
+        default: launch_phase_k<8, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream);
+      }
+      break;
   }
 }
 

@@ -2,7 +2,9 @@
 # One device call for performance work: build (sm_90a) + the kernel tests, then the NTT with and
 # without the cluster kernel (NTT_CLUSTER_SWEEP, NTT_P_SWEEP, NTT_CHUNK_SWEEP), BConv with 4/2/1
 # coefficients per thread (BCONV_VEC_SWEEP), with GPU clocks and power logged alongside to tell
-# throttling from kernel time, the CKKS benchmark and, if present, the PIR stage profile. Each part can be skipped (SKIP_NTT, SKIP_BCONV, SKIP_CKKS, SKIP_PIR=1).
+# throttling from kernel time, the packing GEMM benchmark, the CKKS benchmark and, if present,
+# the PIR stage profile. Each part can be skipped (SKIP_NTT, SKIP_BCONV, SKIP_MODGEMM,
+# SKIP_CKKS, SKIP_PIR=1).
 # Logs under $OUT.   bash scripts/gpu_perf.sh [pytest-args for the kernel tests]
 set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
@@ -15,14 +17,17 @@ SMI=$!
 if [ "${SKIP_NTT:-0}" != "1" ]; then
   # sweeps: single-pass cluster kernel or two-phase; for the latter, polynomials per thread (P)
   # and L2-sized chunk bytes ("default" = the handler's choice)
+  # and L2-sized chunk bytes ("default" = the handler's choice), and the register budget hint
+  # of the N = 2^16 two-phase kernels (JAX_FHE_NTT_MIN_BLOCKS, 0 = none)
   for cl in ${NTT_CLUSTER_SWEEP:-0 1}; do
   for c in ${NTT_CHUNK_SWEEP:-default}; do
   for p in ${NTT_P_SWEEP:-4}; do
-    echo "== NTT, JAX_FHE_NTT_CLUSTER=$cl JAX_FHE_NTT_MAX_P=$p JAX_FHE_NTT_CHUNK_BYTES=$c"
+  for mb in ${NTT_MINB_SWEEP:-0}; do
+    echo "== NTT, JAX_FHE_NTT_CLUSTER=$cl JAX_FHE_NTT_MAX_P=$p JAX_FHE_NTT_CHUNK_BYTES=$c JAX_FHE_NTT_MIN_BLOCKS=$mb"
     ( [ "$c" != default ] && export JAX_FHE_NTT_CHUNK_BYTES=$c
-      JAX_FHE_NTT_CLUSTER=$cl JAX_FHE_NTT_MAX_P=$p timeout 120 $B --kernels ntt --limbs ${NTT_LIMBS:-48} \
+      JAX_FHE_NTT_MIN_BLOCKS=$mb JAX_FHE_NTT_CLUSTER=$cl JAX_FHE_NTT_MAX_P=$p timeout 120 $B --kernels ntt --limbs ${NTT_LIMBS:-48} \
         --batches ${NTT_BATCHES:-1,4,16} 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth" )
-  done; done; done
+  done; done; done; done
 fi
 if [ "${SKIP_BCONV:-0}" != "1" ]; then
   for v in ${BCONV_VEC_SWEEP:-4 2}; do
@@ -30,9 +35,16 @@ if [ "${SKIP_BCONV:-0}" != "1" ]; then
     JAX_FHE_BCONV_VEC=$v timeout 120 $B --kernels bconv --batches 4,16 --bconv-out 48 2>&1 | grep -E "^bconv30|^bconv31"
   done
 fi
+if [ "${SKIP_MODGEMM:-0}" != "1" ] && [ -f benchmarks/bench_modgemm.py ]; then
+  echo "== PIR packing GEMM (fused FFI kernel vs XLA)"
+  timeout 150 python3 benchmarks/bench_modgemm.py ${MODGEMM_ARGS:---slots 1024 --cols 2 64} --json "$OUT/modgemm.json" 2>&1 | tail -8
+fi
 if [ "${SKIP_CKKS:-0}" != "1" ]; then
-  echo "== CKKS"
-  timeout 240 python3 benchmarks/bench_ckks.py --batch 8 --out "$OUT/ckks.json" 2>&1 | tee "$OUT/ckks.log" | tail -25
+  # with and without the fused centred BConv (JAX_FHE_FUSED_CENTERED)
+  for fc in ${CKKS_FUSED_CENTERED_SWEEP:-0}; do
+    echo "== CKKS, JAX_FHE_FUSED_CENTERED=$fc"
+    JAX_FHE_FUSED_CENTERED=$fc timeout 240 python3 benchmarks/bench_ckks.py ${CKKS_ARGS:---batch 8} --out "$OUT/ckks_fc$fc.json" 2>&1 | tee "$OUT/ckks_fc$fc.log" | tail -${CKKS_TAIL:-25}
+  done
 fi
 if [ "${SKIP_PIR:-0}" != "1" ] && [ -f benchmarks/profile_pir.py ]; then
   echo "== PIR stages"

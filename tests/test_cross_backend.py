@@ -86,13 +86,14 @@ print("variant ok")
 """
 
 
-@pytest.mark.parametrize("variant", ["two-phase", "chunked", "cluster"])
+@pytest.mark.parametrize("variant", ["two-phase", "chunked", "cluster", "min-blocks-3"])
 def test_ntt_variants_cpu_equals_gpu(variant, devices):
     """The GPU NTT's optional paths, each selected through an environment variable read once per
     process, give the CPU's bits at N = 2^14..2^16: the two-phase kernels (the default), their
     L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES: a budget of 6 polynomials, i.e. chunks of one
-    limb x 4 batch entries at P = 4), and the sm_90 single-pass cluster kernel
-    (JAX_FHE_NTT_CLUSTER=1; N = 2^16 with primes below 2^30, other sizes fall back)."""
+    limb x 4 batch entries at P = 4), the sm_90 single-pass cluster kernel
+    (JAX_FHE_NTT_CLUSTER=1; N = 2^16 with primes below 2^30, other sizes fall back), and the
+    N = 2^16 kernels compiled for 3 resident blocks per SM (JAX_FHE_NTT_MIN_BLOCKS=3)."""
     import os
     import subprocess
     import sys
@@ -100,6 +101,8 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
     env = dict(os.environ, JAX_FHE_NTT_CLUSTER="1" if variant == "cluster" else "0")
     if variant == "chunked":
         env["JAX_FHE_NTT_CHUNK_BYTES"] = str(6 * (1 << 16) * 4)
+    if variant == "min-blocks-3":
+        env["JAX_FHE_NTT_MIN_BLOCKS"] = "3"
     r = subprocess.run([sys.executable, "-c", _NTT_VARIANT_SCRIPT], env=env, capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0 and "variant ok" in r.stdout, r.stdout + r.stderr

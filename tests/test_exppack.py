@@ -56,7 +56,7 @@ def test_fused_mod_matmul_handler_rejects_bad_moduli():
         modgemm.mod_matmul(planes, jnp.zeros((1, 4, 2), jnp.uint32), ((1 << 29) + 11,), 0, fused=True)
     call = jax.ffi.ffi_call("jax_fhe_mod_matmul_planes", jax.ShapeDtypeStruct((1, 2, 2), jnp.uint32))
     with pytest.raises(Exception, match="modulus"):
-        jax.block_until_ready(call(planes, jnp.zeros((1, 4, 2), jnp.uint32), jnp.array([7], jnp.uint32)))
+        jax.block_until_ready(call(planes, jnp.zeros((1, 2, 4), jnp.uint32), jnp.array([7], jnp.uint32)))
 
 
 def test_mod_matmul_rejects():
