@@ -136,6 +136,83 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads, MINB)
       NoHook{});
 }
 
+// Whole transform in one block, for N <= 2^kMaxWholeLog (the PIR ring, N = 4096, and the small
+// test sizes): N / 8 threads hold a polynomial (P of them, as above) and run all log N stages
+// as radix-8 rounds with shared-memory exchanges, so each coefficient crosses HBM once each way
+// and there is one launch instead of two. The twiddle index of a full transform is the column
+// phase's (W = 1, K = log N). Forward output is reduced from [0, 4q); the inverse scales by N^-1.
+constexpr int kMaxWholeLog = 12;
+
+template <int LOGN, int P>
+struct WholeGeometry {
+  static constexpr int n = 1 << LOGN;
+  static constexpr int threads = n / R;
+  static constexpr int padded = n + n / 32;  // one pad word per 32 (as in the row kernel)
+  // static shared memory is limited to 48 KB: P = 4 at N = 4096 falls back to two phases
+  static constexpr bool fits = P * padded * 4 <= 48 * 1024;
+};
+
+template <int LOGN, int P, bool INVERSE, bool LAZY>
+__global__ void __launch_bounds__(WholeGeometry<LOGN, P>::threads)
+    ntt_whole_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
+                     Tables t) {
+  using G = WholeGeometry<LOGN, P>;
+  __shared__ uint32_t smem[P * G::padded];
+  const int64_t poly = t.poly0<P>();
+  const int tab = t.rows[t.limb()];
+  const uint32_t q = t.moduli[tab];
+  const int64_t stride = t.limbs * int64_t{G::n};  // between the block's P polynomials
+  const uint32_t* tw = t.tw + tab * int64_t{G::n};
+  const uint32_t* tws = t.tw_shoup + tab * int64_t{G::n};
+  const uint32_t* s = src + poly * G::n;
+  uint32_t* d = dst + poly * G::n;
+  uint32_t scale = 0, scale_s = 0;
+  if (INVERSE) {
+    scale = t.scale[tab];
+    scale_s = t.scale_shoup[tab];
+  }
+  auto finish = [&](uint32_t v) {
+    if (INVERSE) return mul_shoup(v, scale, scale_s, q);
+    if (LAZY) v = csub(csub(v, 2 * q), q);
+    return v;
+  };
+  run_rounds<3, LOGN, P, INVERSE, LAZY, true>(
+      static_cast<int>(threadIdx.x), 1u, tw, tws, q, smem,
+      [&](int p, int u) { return s[p * stride + u]; },
+      [&](int p, int u, uint32_t v) { d[p * stride + u] = finish(v); },
+      [](int p, int u) { return p * G::padded + u + (u >> 5); },
+      [&](int p, int u) { return *reinterpret_cast<const uint4*>(s + p * stride + u); },
+      [&](int p, int u, uint4 v) {
+        *reinterpret_cast<uint4*>(d + p * stride + u) =
+            make_uint4(finish(v.x), finish(v.y), finish(v.z), finish(v.w));
+      },
+      NoHook{});
+}
+
+// Returns false where the one-block kernel does not apply (the caller runs the two phases).
+template <int LOGN, int P, bool INVERSE, bool LAZY>
+bool launch_whole_n(const uint32_t* src, uint32_t* dst, int64_t groups, const Tables& t,
+                    cudaStream_t stream) {
+  if constexpr (WholeGeometry<LOGN, P>::fits) {
+    const dim3 grid(1, static_cast<unsigned>(groups));
+    ntt_whole_kernel<LOGN, P, INVERSE, LAZY><<<grid, WholeGeometry<LOGN, P>::threads, 0, stream>>>(
+        src, dst, t);
+    return true;
+  }
+  return false;
+}
+
+template <int P, bool INVERSE, bool LAZY>
+bool launch_whole(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups, const Tables& t,
+                  cudaStream_t stream) {
+  switch (log_n) {
+    case 10: return launch_whole_n<10, P, INVERSE, LAZY>(src, dst, groups, t, stream);
+    case 11: return launch_whole_n<11, P, INVERSE, LAZY>(src, dst, groups, t, stream);
+    case 12: return launch_whole_n<12, P, INVERSE, LAZY>(src, dst, groups, t, stream);
+  }
+  return false;
+}
+
 // `groups`: number of P-polynomial groups in the launch (grid.y).
 template <int K1, int P, bool INVERSE, bool LAZY, int MINB>
 void launch_columns(const uint32_t* src, uint32_t* dst, int64_t groups, const Tables& t,
@@ -165,14 +242,16 @@ void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t gr
 }
 
 // Minimum resident blocks per SM asked of the compiler for the N = 2^16 phases
-// (JAX_FHE_NTT_MIN_BLOCKS = 1 .. 4; tuning knob; 0 = no hint, the default). The hint sets the
-// register budget (256 threads: 1 -> up to 255, 2 -> 128, 3 -> 85, 4 -> 64), which trades
-// occupancy against how many of a thread's loads ptxas issues before the first butterfly.
+// (JAX_FHE_NTT_MIN_BLOCKS = 0, 2 or 3; default 2). The hint sets the register budget (256
+// threads: none -> ptxas keeps 64 or fewer and interleaves the loads with the butterflies,
+// 2 -> up to 128, 3 -> 85), which trades occupancy against how many of a thread's loads are in
+// flight before the first butterfly. H100, L = 48: batch 1 forward / inverse 49.4 / 86.9 us with
+// no hint, 43.4 / 46.4 with 2, 40.2 / 45.0 with 3; batch 16: 397 / 396, 400 / 400, 405 / 408.
 int ntt_min_blocks() {
   static const int v = [] {
     const char* env = std::getenv("JAX_FHE_NTT_MIN_BLOCKS");
-    const int m = env ? std::atoi(env) : 0;
-    return (m >= 1 && m <= 4) ? m : 0;
+    const int m = env ? std::atoi(env) : 2;
+    return (m == 0 || m == 3) ? m : 2;
   }();
   return v;
 }
@@ -186,11 +265,9 @@ void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64
     case 7: launch_phase_k<7, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
     case 8:
       switch (ntt_min_blocks()) {
-        case 1: launch_phase_k<8, P, INVERSE, LAZY, 1>(columns, src, dst, groups, t, stream); break;
-        case 2: launch_phase_k<8, P, INVERSE, LAZY, 2>(columns, src, dst, groups, t, stream); break;
+        case 0: launch_phase_k<8, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
         case 3: launch_phase_k<8, P, INVERSE, LAZY, 3>(columns, src, dst, groups, t, stream); break;
-        case 4: launch_phase_k<8, P, INVERSE, LAZY, 4>(columns, src, dst, groups, t, stream); break;
-        default: launch_phase_k<8, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream);
+        default: launch_phase_k<8, P, INVERSE, LAZY, 2>(columns, src, dst, groups, t, stream);
       }
       break;
   }
@@ -210,6 +287,16 @@ int64_t chunk_polys(int64_t n) {
   return std::min<int64_t>(c, 65535);
 }
 
+// The one-block transform for N <= 2^12 (default); JAX_FHE_NTT_WHOLE=0 selects the two-phase
+// kernels instead (for comparison and tests).
+bool whole_enabled() {
+  static const bool v = [] {
+    const char* env = std::getenv("JAX_FHE_NTT_WHOLE");
+    return !(env && env[0] == '0');
+  }();
+  return v;
+}
+
 template <int P, bool INVERSE, bool LAZY>
 void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                Tables t) {
@@ -227,7 +314,10 @@ void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
       t.limb_count = static_cast<int>(std::min(limb_step, s.limbs - l0));
       t.batch0 = b0;
       const int64_t groups = std::min(batch_step, batch - b0) / P * t.limb_count;
-      if (!INVERSE) {
+      if (s.log_n <= kMaxWholeLog && whole_enabled() &&
+          launch_whole<P, INVERSE, LAZY>(s.log_n, src, dst, groups, t, stream)) {
+        // one block per polynomial group: done
+      } else if (!INVERSE) {
         launch_phase<P, false, LAZY>(true, k1, src, dst, groups, t, stream);
         launch_phase<P, false, LAZY>(false, k2, dst, dst, groups, t, stream);
       } else {

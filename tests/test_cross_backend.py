@@ -70,10 +70,10 @@ _NTT_VARIANT_SCRIPT = """
 import jax, jax.numpy as jnp, numpy as np
 from jax_fhe import ops, rns
 rng = np.random.default_rng(3)
-for log_n in (14, 15, 16):
+for log_n, batch in ((12, 2), (12, 4), (14, 8), (15, 8), (16, 8)):
     n = 1 << log_n
     ps = rns.ntt_primes(30, 7, n)
-    x = np.stack([rng.integers(0, q, size=(8, n), dtype=np.uint64) for q in ps], axis=1).astype(np.uint32)
+    x = np.stack([rng.integers(0, q, size=(batch, n), dtype=np.uint64) for q in ps], axis=1).astype(np.uint32)
     outs = []
     for dev in (jax.devices("cpu")[0], jax.devices("gpu")[0]):
         c, xd = jax.device_put(rns.make_context(ps, n), dev), jax.device_put(jnp.asarray(x), dev)
@@ -86,10 +86,12 @@ print("variant ok")
 """
 
 
-@pytest.mark.parametrize("variant", ["two-phase", "chunked", "cluster", "min-blocks-3"])
+@pytest.mark.parametrize("variant", ["two-phase", "chunked", "cluster", "min-blocks-3", "no-whole"])
 def test_ntt_variants_cpu_equals_gpu(variant, devices):
     """The GPU NTT's optional paths, each selected through an environment variable read once per
-    process, give the CPU's bits at N = 2^14..2^16: the two-phase kernels (the default), their
+    process, give the CPU's bits at N = 2^12 (one-block kernel at 2 polynomials per thread, two
+    phases at 4) and 2^14..2^16: the default kernels, the two-phase kernels at every size
+    (JAX_FHE_NTT_WHOLE=0), their
     L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES: a budget of 6 polynomials, i.e. chunks of one
     limb x 4 batch entries at P = 4), the sm_90 single-pass cluster kernel
     (JAX_FHE_NTT_CLUSTER=1; N = 2^16 with primes below 2^30, other sizes fall back), and the
@@ -103,6 +105,8 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
         env["JAX_FHE_NTT_CHUNK_BYTES"] = str(6 * (1 << 16) * 4)
     if variant == "min-blocks-3":
         env["JAX_FHE_NTT_MIN_BLOCKS"] = "3"
+    if variant == "no-whole":
+        env["JAX_FHE_NTT_WHOLE"] = "0"
     r = subprocess.run([sys.executable, "-c", _NTT_VARIANT_SCRIPT], env=env, capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0 and "variant ok" in r.stdout, r.stdout + r.stderr

@@ -154,11 +154,13 @@ def hint_planes(h_raw: jax.Array, tables: RingTables) -> jax.Array:
 
 
 #: Default bound (bytes) on the int32 plane products of the shared-hint packing GEMM that are
-#: alive at once (see :func:`_pack_shared`). 6 GiB: at the paper's hybrid layout (384 MiB of
-#: products per query) a batch of 32 runs as 2 groups, i.e. reads the 15 GiB of planes twice,
-#: and a 16 GiB DB answers within ~44 GiB (CPU compile). Read at trace time: benchmarks may
-#: change it before jitting.
-PACK_TEMP_BYTES = 6 << 30
+#: alive at once (see :func:`_pack_shared`). 12 GiB: at the paper's hybrid layout (384 MiB of
+#: products per query) a batch of 32 runs as one group, so the 15 GiB of planes are read once
+#: (with 6 GiB, two groups, the 16 GiB batch-32 pack took 34.0 ms on an H100; the GEMM alone at
+#: one group measures about 23.5 ms by ``benchmarks/bench_modgemm.py``). Peak memory at 16 GiB,
+#: batch 32: about 59 GiB (CPU compile). Read at trace time: benchmarks may change it before
+#: jitting (``profile_pir.py --pack-temp-gib``).
+PACK_TEMP_BYTES = 12 << 30
 
 
 def pack(planes: jax.Array, special: jax.Array, y: jax.Array, tables: RingTables, *,

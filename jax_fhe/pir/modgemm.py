@@ -22,8 +22,11 @@ go to memory, then a fused recombination), and the FFI kernel ``jax_fhe_mod_matm
 (``ffi/modgemm_cuda.cu``: mma.sync int8 tensor cores with the seven shift sums kept in
 registers, so only the planes and the output cross HBM; ``ffi/modgemm_cpu.cc``: exact 128-bit
 sums). The kernel is opt-in (``fused=True``, or ``JAX_FHE_PIR_FUSED_GEMM=1`` for the default):
-its first version measured slower than the XLA path on an H100 (16 GiB hybrid, batch 32:
-69.5 vs 34.0 ms); the second (register-split rhs, no shared memory) is being measured.
+on an H100 it is not faster than the XLA path. First version (rhs split in shared memory):
+69.5 ms for the 16 GiB hybrid's batch-32 pack against 34.0 ms; second (rhs split in registers,
+no shared memory or barriers): 6.36 vs 5.88 ms at C = 64 and 2.21 vs 1.80 ms at C = 2 on a
+quarter of that shape (``benchmarks/bench_modgemm.py``), i.e. about 3.5x its HBM floor: the
+mma.sync loop is latency-bound (no shared-memory staging or asynchronous copies yet).
 """
 from __future__ import annotations
 
