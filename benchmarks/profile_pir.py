@@ -103,6 +103,8 @@ def time_stages(params, tables, batches, reps, rng, pack_temps=()):
             args = [env[k] for k in ins]
             times[name] = bench(f, args, reps)
             env[out] = jax.block_until_ready(f(*args))
+            if TRACE_DIR and name in TRACE_STAGES:
+                print_kernel_summary(f"{name}, B = {b}", trace_kernels(f, args, f"{TRACE_DIR}/{name}_b{b}"))
         if not np.array_equal(np.asarray(env["ct"]), np.asarray(env["answer"])):
             raise AssertionError("profile_pir: the chained stages differ from the full answer")
         times["sum_of_stages"] = sum(t for name, t in times.items() if name != "answer")
@@ -124,6 +126,41 @@ def time_stages(params, tables, batches, reps, rng, pack_temps=()):
         peak = peak_bytes()
         yield [dict(batch=b, stage=name, ms=t * 1e3, share=t / times["answer"], qps=b / t, peak_bytes=peak)
                for name, t in times.items()]
+
+
+# --trace: GPU kernel time per kernel name for these stages (jax.profiler + its perfetto JSON)
+TRACE_DIR = None
+TRACE_STAGES = ("expand_query", "pack_first", "hybrid_fold", "double_second")
+
+
+def trace_kernels(f, args, path):
+    """{kernel name: (total us, count)} of one call of f, from a jax.profiler trace in ``path``:
+    the complete events of the trace's GPU processes."""
+    import glob
+    import gzip
+    with jax.profiler.trace(path, create_perfetto_trace=True):
+        jax.block_until_ready(f(*args))
+    files = glob.glob(f"{path}/**/perfetto_trace.json.gz", recursive=True)
+    if not files:
+        return {}
+    with gzip.open(files[0], "rt") as fh:
+        events = json.load(fh)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    gpu_pids = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
+                and any(k in str(e.get("args", {}).get("name", "")) for k in ("GPU", "gpu", "/device"))}
+    totals = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("pid") in gpu_pids:
+            t, c = totals.get(e["name"], (0.0, 0))
+            totals[e["name"]] = (t + float(e.get("dur", 0)), c + 1)
+    return totals
+
+
+def print_kernel_summary(title, totals, top=18):
+    total = sum(t for t, _ in totals.values())
+    print(f"-- GPU kernels, {title}: {total / 1e3:.2f} ms in {sum(c for _, c in totals.values())} events")
+    for name, (t, c) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:top]:
+        print(f"   {t / 1e3:8.2f} ms {c:6d}x  {name[:110]}")
 
 
 def print_times(rows):
@@ -214,7 +251,11 @@ def main(argv=None):
                     help="timing: re-time pack_first and answer with these bounds too (same server)")
     ap.add_argument("--quick", action="store_true", help="tiny insecure toy instance (CPU smoke run)")
     ap.add_argument("--out", default=None, help="write the rows as JSON here")
+    ap.add_argument("--trace", default=None, help="print GPU kernel times of the expansion, pack and "
+                    "fold stages (one extra traced call each; trace files under this folder)")
     a = ap.parse_args(argv)
+    global TRACE_DIR
+    TRACE_DIR = a.trace
     rng = HostRandom.insecure_deterministic(1)
     if a.quick:
         rp, a.reps = ring.RING_TOY, min(a.reps, 2)
