@@ -189,6 +189,14 @@ __global__ void __launch_bounds__(WholeGeometry<LOGN, P>::threads)
       NoHook{});
 }
 
+// Largest P in {4, 2, 1} for which the one-block kernel's tiles fit (log_n <= kMaxWholeLog).
+inline int whole_max_p(int log_n) {
+  const int padded = (1 << log_n) + (1 << log_n) / 32;
+  int p = 4;
+  while (p > 1 && p * padded * 4 > 48 * 1024) p /= 2;
+  return p;
+}
+
 // Returns false where the one-block kernel does not apply (the caller runs the two phases).
 template <int LOGN, int P, bool INVERSE, bool LAZY>
 bool launch_whole_n(const uint32_t* src, uint32_t* dst, int64_t groups, const Tables& t,
@@ -341,10 +349,16 @@ ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
     return ffi::Error::Success();
   }
   const int64_t batch = s.polys / s.limbs;
-  static const int max_p = [] {  // JAX_FHE_NTT_MAX_P caps P (for tuning and tests)
+  static const int env_max_p = [] {  // JAX_FHE_NTT_MAX_P caps P (for tuning and tests)
     const char* env = std::getenv("JAX_FHE_NTT_MAX_P");
     return env ? std::atoi(env) : 4;
   }();
+  // the one-block kernel takes the largest P whose tiles fit its shared memory (N = 4096: 2),
+  // rather than falling back to the two phases at P = 4 (an H100 trace of the PIR expansion
+  // showed every N = 4096 transform running as two phases at P = 4)
+  const int max_p = s.log_n <= kMaxWholeLog && whole_enabled()
+                        ? std::min(env_max_p, whole_max_p(s.log_n))
+                        : env_max_p;
   if (max_p >= 4 && batch % 4 == 0)
     run_ntt_p<4, INVERSE, LAZY>(stream, s, src, dst, t);
   else if (max_p >= 2 && batch % 2 == 0)

@@ -89,8 +89,8 @@ print("variant ok")
 @pytest.mark.parametrize("variant", ["two-phase", "chunked", "cluster", "min-blocks-3", "no-whole"])
 def test_ntt_variants_cpu_equals_gpu(variant, devices):
     """The GPU NTT's optional paths, each selected through an environment variable read once per
-    process, give the CPU's bits at N = 2^12 (one-block kernel at 2 polynomials per thread, two
-    phases at 4) and 2^14..2^16: the default kernels, the two-phase kernels at every size
+    process, give the CPU's bits at N = 2^12 (the one-block kernel, 2 polynomials per thread at
+    both batch sizes) and 2^14..2^16: the default kernels, the two-phase kernels at every size
     (JAX_FHE_NTT_WHOLE=0), their
     L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES: a budget of 6 polynomials, i.e. chunks of one
     limb x 4 batch entries at P = 4), the sm_90 single-pass cluster kernel
