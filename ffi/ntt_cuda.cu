@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "cuda_device.cuh"
 #include "ntt_args.h"
 #include "ntt_device.cuh"
 
@@ -47,17 +48,25 @@ struct ColsPerBlock {
   static constexpr int value = P <= 2 ? 16 : 8;
 };
 
-// Phase "columns": stages 0..K1-1 (forward) or their inverse, plus the N^-1 scaling.
-template <int K1, int P, bool INVERSE, bool LAZY, int MINB>
-__global__ void __launch_bounds__((1 << K1) / R * ColsPerBlock<P>::value, MINB)
-    ntt_columns_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
-                       Tables t) {
+// Phase "columns": stages 0..K1-1 (forward) or their inverse, plus the N^-1 scaling. One tile
+// (kCols columns of one group of P polynomials); the kernels below and the streamed kernel
+// (ntt_stream_kernel) run it.
+template <int K1, int P>
+struct ColsGeometry {
+  static constexpr int kCols = ColsPerBlock<P>::value;
+  static constexpr int threads = (1 << K1) / R * kCols;
+  static constexpr int smem_words = P * (1 << K1) * kCols;
+};
+
+template <int K1, int P, bool INVERSE, bool LAZY, bool COHERENT>
+__device__ __forceinline__ void columns_tile(const uint32_t* src, uint32_t* dst,  // may alias
+                                             const Tables& t, int tile, unsigned group,
+                                             uint32_t* smem) {
   constexpr int n1 = 1 << K1;
-  constexpr int kCols = ColsPerBlock<P>::value;
-  __shared__ uint32_t smem[P * n1 * kCols];
+  constexpr int kCols = ColsGeometry<K1, P>::kCols;
   const int n2 = (1 << t.log_n) >> K1;
-  const int64_t poly = t.poly0<P>();
-  const int row = t.rows[t.limb()];
+  const int64_t poly = t.poly0<P>(group);
+  const int row = t.rows[t.limb(group)];
   const uint32_t q = t.moduli[row];
   const int64_t N = int64_t{1} << t.log_n;
   const int64_t stride = t.limbs * N;  // between the block's P polynomials
@@ -65,7 +74,7 @@ __global__ void __launch_bounds__((1 << K1) / R * ColsPerBlock<P>::value, MINB)
   const uint32_t* tws = t.tw_shoup + row * N;
   const int c = threadIdx.x % kCols;
   const int tt = threadIdx.x / kCols;
-  const int64_t base = poly * N + blockIdx.x * kCols + c;
+  const int64_t base = poly * N + static_cast<int64_t>(tile) * kCols + c;
   const uint32_t* s = src + base;
   uint32_t* d = dst + base;
   uint32_t scale = 0, scale_s = 0;
@@ -77,7 +86,7 @@ __global__ void __launch_bounds__((1 << K1) / R * ColsPerBlock<P>::value, MINB)
   // reduce (the Shoup product accepts any 32-bit input)
   run_rounds<3, K1, P, INVERSE, LAZY, false>(
       tt, 1u, tw, tws, q, smem,
-      [&](int p, int u) { return s[p * stride + static_cast<int64_t>(u) * n2]; },
+      [&](int p, int u) { return load_word<COHERENT>(s + p * stride + static_cast<int64_t>(u) * n2); },
       [&](int p, int u, uint32_t v) {
         if (INVERSE) v = mul_shoup(v, scale, scale_s, q);
         d[p * stride + static_cast<int64_t>(u) * n2] = v;
@@ -86,7 +95,16 @@ __global__ void __launch_bounds__((1 << K1) / R * ColsPerBlock<P>::value, MINB)
       [](int, int, uint4) {}, NoHook{});
 }
 
-// Phase "rows": stages K1..logN-1 (forward) or their inverse.
+template <int K1, int P, bool INVERSE, bool LAZY, int MINB>
+__global__ void __launch_bounds__(ColsGeometry<K1, P>::threads, MINB)
+    ntt_columns_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
+                       Tables t) {
+  __shared__ uint32_t smem[ColsGeometry<K1, P>::smem_words];
+  columns_tile<K1, P, INVERSE, LAZY, false>(src, dst, t, blockIdx.x, blockIdx.y, smem);
+}
+
+// Phase "rows": stages K1..logN-1 (forward) or their inverse. One tile = rows_per_block rows of
+// one group of P polynomials.
 template <int K2>
 struct RowsGeometry {
   static constexpr int n2 = 1 << K2;
@@ -94,17 +112,18 @@ struct RowsGeometry {
   static constexpr int rows_per_block = (2048 / n2) < 32 ? (2048 / n2) : 32;
   static constexpr int threads = rows_per_block * threads_per_row;
   static constexpr int padded = n2 + n2 / 32;  // one pad word per 32 avoids bank conflicts
+  template <int P>
+  static constexpr int smem_words = P * rows_per_block * padded;
 };
 
-template <int K2, int P, bool INVERSE, bool LAZY, int MINB>
-__global__ void __launch_bounds__(RowsGeometry<K2>::threads, MINB)
-    ntt_rows_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
-                    Tables t) {
+template <int K2, int P, bool INVERSE, bool LAZY, bool COHERENT>
+__device__ __forceinline__ void rows_tile(const uint32_t* src, uint32_t* dst,  // may alias
+                                          const Tables& t, int tile, unsigned group,
+                                          uint32_t* smem) {
   using G = RowsGeometry<K2>;
-  __shared__ uint32_t smem[P * G::rows_per_block * G::padded];
   const int n1 = (1 << t.log_n) >> K2;
-  const int64_t poly = t.poly0<P>();
-  const int row_tab = t.rows[t.limb()];
+  const int64_t poly = t.poly0<P>(group);
+  const int row_tab = t.rows[t.limb(group)];
   const uint32_t q = t.moduli[row_tab];
   const int64_t N = int64_t{1} << t.log_n;
   const int64_t stride = t.limbs * N;
@@ -112,7 +131,7 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads, MINB)
   const uint32_t* tws = t.tw_shoup + row_tab * N;
   const int r = threadIdx.x / G::threads_per_row;
   const int tt = threadIdx.x % G::threads_per_row;
-  const int mrow = blockIdx.x * G::rows_per_block + r;  // matrix row within the polynomial
+  const int mrow = tile * G::rows_per_block + r;  // matrix row within the polynomial
   const int64_t base = poly * N + static_cast<int64_t>(mrow) * G::n2;
   const uint32_t* s = src + base;
   uint32_t* d = dst + base;
@@ -125,15 +144,23 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads, MINB)
   };
   run_rounds<3, K2, P, INVERSE, LAZY, true>(
       tt, static_cast<uint32_t>(n1 + mrow), tw, tws, q, sm,
-      [&](int p, int u) { return s[p * stride + u]; },
+      [&](int p, int u) { return load_word<COHERENT>(s + p * stride + u); },
       [&](int p, int u, uint32_t v) { d[p * stride + u] = finish(v); },
       [](int p, int u) { return p * kPolySlots + u + (u >> 5); },
-      [&](int p, int u) { return *reinterpret_cast<const uint4*>(s + p * stride + u); },
+      [&](int p, int u) { return load_word4<COHERENT>(s + p * stride + u); },
       [&](int p, int u, uint4 v) {
         *reinterpret_cast<uint4*>(d + p * stride + u) =
             make_uint4(finish(v.x), finish(v.y), finish(v.z), finish(v.w));
       },
       NoHook{});
+}
+
+template <int K2, int P, bool INVERSE, bool LAZY, int MINB>
+__global__ void __launch_bounds__(RowsGeometry<K2>::threads, MINB)
+    ntt_rows_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
+                    Tables t) {
+  __shared__ uint32_t smem[RowsGeometry<K2>::template smem_words<P>];
+  rows_tile<K2, P, INVERSE, LAZY, false>(src, dst, t, blockIdx.x, blockIdx.y, smem);
 }
 
 // Whole transform in one block, for N <= 2^kMaxWholeLog (the PIR ring, N = 4096, and the small
@@ -217,6 +244,169 @@ bool launch_whole(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups,
     case 10: return launch_whole_n<10, P, INVERSE, LAZY>(src, dst, groups, t, stream);
     case 11: return launch_whole_n<11, P, INVERSE, LAZY>(src, dst, groups, t, stream);
     case 12: return launch_whole_n<12, P, INVERSE, LAZY>(src, dst, groups, t, stream);
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streamed two-phase NTT (opt-in, JAX_FHE_NTT_STREAM=1; N = 2^16, primes below 2^30). The two
+// phases bound the default kernels by HBM: every coefficient crosses it twice each way. Here one
+// persistent launch takes tiles from a work queue in the order
+//     A(0), A(1), B(0), A(2), B(1), ..., A(C-1), B(C-2), B(C-1)
+// where A(c) / B(c) are the first / second phase's tiles of chunk c (a few MB of polynomials, so
+// that the intermediate of two chunks sits in L2 and B reads it from there) and a B tile of chunk
+// c first waits until all of chunk c's A tiles have finished (a counter per chunk). A tiles never
+// wait, and every A tile of chunk c is taken from the queue before any B tile of chunk c, by a
+// block that is running, so the waits end. One launch: no tail between the phases or chunks.
+// The B phase loads through L2 only (ld.global.cg: other SMs wrote those lines in this launch).
+// State (queue counter, per-chunk counters) lives in a static device array cleared on the stream
+// before each launch, so the launches must not run concurrently on several streams of a device.
+constexpr int kStreamMaxChunks = 4096;
+__device__ unsigned int g_ntt_stream_state[1 + kStreamMaxChunks];
+
+struct StreamPlan {
+  int64_t groups;      // P-polynomial groups in the launch
+  int chunk_groups;    // groups per chunk
+  int chunks;
+  int seg;             // queue items per segment: chunk_groups x max(tiles per group of A, B)
+};
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+template <int K1, int K2, int P, bool INVERSE, bool LAZY>
+struct StreamGeometry {
+  static constexpr int threads = ColsGeometry<K1, P>::threads;
+  static_assert(threads == RowsGeometry<K2>::threads, "both phases run with one block size");
+  static constexpr int cols_tiles = (1 << K2) / ColsGeometry<K1, P>::kCols;  // per group
+  static constexpr int rows_tiles = (1 << K1) / RowsGeometry<K2>::rows_per_block;
+  static constexpr int tiles_a = INVERSE ? rows_tiles : cols_tiles;
+  static constexpr int tiles_b = INVERSE ? cols_tiles : rows_tiles;
+  static constexpr int cw = ColsGeometry<K1, P>::smem_words;
+  static constexpr int rw = RowsGeometry<K2>::template smem_words<P>;
+  static constexpr int smem_words = cw > rw ? cw : rw;
+};
+
+template <int K1, int K2, int P, bool INVERSE, bool LAZY>
+__global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::threads), 2)
+    ntt_stream_kernel(const uint32_t* src, uint32_t* dst, Tables t, StreamPlan plan,
+                      unsigned* state) {
+  using G = StreamGeometry<K1, K2, P, INVERSE, LAZY>;
+  __shared__ uint32_t smem[G::smem_words];
+  __shared__ unsigned item_s;
+  const int64_t total = 2 * static_cast<int64_t>(plan.chunks) * plan.seg;
+  for (;;) {
+    __syncthreads();  // the previous tile is done with smem and item_s
+    if (threadIdx.x == 0) item_s = atomicAdd(&state[0], 1u);
+    __syncthreads();
+    const int64_t item = item_s;
+    if (item >= total) return;
+    const int64_t segment = item / plan.seg;
+    const int idx = static_cast<int>(item % plan.seg);
+    bool second;
+    int chunk;
+    if (segment == 0) {
+      second = false, chunk = 0;
+    } else if (segment == 2 * static_cast<int64_t>(plan.chunks) - 1) {
+      second = true, chunk = plan.chunks - 1;
+    } else if (segment & 1) {
+      second = false, chunk = static_cast<int>((segment + 1) / 2);
+    } else {
+      second = true, chunk = static_cast<int>(segment / 2 - 1);
+    }
+    const int64_t g0 = static_cast<int64_t>(chunk) * plan.chunk_groups;
+    const int64_t left = plan.groups - g0;
+    const int ng = static_cast<int>(left < plan.chunk_groups ? left : plan.chunk_groups);
+    const int tiles = second ? G::tiles_b : G::tiles_a;
+    const int gi = idx / tiles, tile = idx % tiles;
+    if (gi >= ng) continue;  // the segment is sized for the larger tile count
+    const unsigned group = static_cast<unsigned>(g0 + gi);
+    if (!second) {
+      if (INVERSE)
+        rows_tile<K2, P, true, LAZY, false>(src, dst, t, tile, group, smem);
+      else
+        columns_tile<K1, P, false, LAZY, false>(src, dst, t, tile, group, smem);
+      __threadfence();  // this thread's stores, before the block's count below
+      __syncthreads();
+      if (threadIdx.x == 0) atomicAdd(&state[1 + chunk], 1u);
+    } else {
+      if (threadIdx.x == 0) {
+        const unsigned need = static_cast<unsigned>(ng) * G::tiles_a;
+        while (load_acquire(&state[1 + chunk]) < need) __nanosleep(100);
+      }
+      __syncthreads();
+      if (INVERSE)
+        columns_tile<K1, P, true, LAZY, true>(dst, dst, t, tile, group, smem);
+      else
+        rows_tile<K2, P, false, LAZY, true>(dst, dst, t, tile, group, smem);
+    }
+  }
+}
+
+bool stream_enabled() {
+  static const bool v = [] {
+    const char* env = std::getenv("JAX_FHE_NTT_STREAM");
+    return env && env[0] == '1';
+  }();
+  return v;
+}
+
+int64_t stream_chunk_bytes() {
+  static const int64_t v = [] {
+    const char* env = std::getenv("JAX_FHE_NTT_STREAM_CHUNK_BYTES");
+    const int64_t b = env ? static_cast<int64_t>(std::atoll(env)) : 0;
+    return b > 0 ? b : int64_t{12} << 20;
+  }();
+  return v;
+}
+
+// The streamed launch for N = 2^16 (K1 = K2 = 8, P = 4, lazy); false where it does not apply.
+template <bool INVERSE>
+bool launch_stream_p4(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups,
+                      const Tables& t, cudaStream_t stream) {
+  constexpr int P = 4;
+  constexpr bool LAZY = true;
+  if (log_n != 16 || groups <= 0) return false;
+  constexpr int K1 = 8, K2 = 8;
+  using G = StreamGeometry<K1, K2, P, INVERSE, LAZY>;
+  auto kernel = ntt_stream_kernel<K1, K2, P, INVERSE, LAZY>;
+  const int64_t group_bytes = int64_t{P} * (int64_t{1} << log_n) * 4;
+  StreamPlan plan;
+  plan.groups = groups;
+  int64_t cg = std::max<int64_t>(1, stream_chunk_bytes() / group_bytes);
+  cg = std::max<int64_t>(cg, (groups + kStreamMaxChunks - 1) / kStreamMaxChunks);
+  plan.chunk_groups = static_cast<int>(std::min<int64_t>(cg, groups));
+  plan.chunks = static_cast<int>((groups + plan.chunk_groups - 1) / plan.chunk_groups);
+  plan.seg = plan.chunk_groups * std::max(G::tiles_a, G::tiles_b);
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, G::threads, 0) != cudaSuccess ||
+      per_sm < 1) {
+    cudaGetLastError();
+    return false;
+  }
+  void* state = nullptr;
+  if (cudaGetSymbolAddress(&state, g_ntt_stream_state) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (cudaMemsetAsync(state, 0, sizeof(unsigned) * (1 + plan.chunks), stream) != cudaSuccess)
+    return false;
+  const int64_t items = 2 * static_cast<int64_t>(plan.chunks) * plan.seg;
+  const int64_t blocks = std::min<int64_t>(items, int64_t{per_sm} * sm_count());
+  kernel<<<static_cast<unsigned>(blocks), G::threads, 0, stream>>>(src, dst, t, plan,
+                                                                   static_cast<unsigned*>(state));
+  return true;
+}
+
+template <int P, bool INVERSE, bool LAZY>
+bool launch_stream(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups,
+                   const Tables& t, cudaStream_t stream) {
+  // P = 4 only: there both phases' tiles have 256 threads (at P <= 2 the column tile has 512)
+  if constexpr (P == 4 && LAZY) {
+    return launch_stream_p4<INVERSE>(log_n, src, dst, groups, t, stream);
   }
   return false;
 }
@@ -325,6 +515,8 @@ void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
       if (s.log_n <= kMaxWholeLog && whole_enabled() &&
           launch_whole<P, INVERSE, LAZY>(s.log_n, src, dst, groups, t, stream)) {
         // one block per polynomial group: done
+      } else if (stream_enabled() && launch_stream<P, INVERSE, LAZY>(s.log_n, src, dst, groups, t, stream)) {
+        // both phases in one persistent launch: done
       } else if (!INVERSE) {
         launch_phase<P, false, LAZY>(true, k1, src, dst, groups, t, stream);
         launch_phase<P, false, LAZY>(false, k2, dst, dst, groups, t, stream);

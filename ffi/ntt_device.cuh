@@ -33,15 +33,19 @@ struct Tables {
   int64_t batch0;
   int64_t batch_count;  // cluster kernel: batch entries in the launch (limb-major grid)
   // first of the block's P polynomials; the others follow at a stride of `limbs` polynomials
+  // of polynomial group `group` (by default the block's, blockIdx.y)
   template <int P>
-  __device__ __forceinline__ int64_t poly0() const {
-    const int64_t b = batch0 + static_cast<int64_t>(blockIdx.y / limb_count) * P;
-    return b * limbs + limb();
+  __device__ __forceinline__ int64_t poly0(unsigned group) const {
+    const int64_t b = batch0 + static_cast<int64_t>(group / static_cast<unsigned>(limb_count)) * P;
+    return b * limbs + limb(group);
   }
-  // the block's limb (32-bit arithmetic: poly0() % limbs would be a 64-bit division)
-  __device__ __forceinline__ int limb() const {
-    return limb0 + static_cast<int>(blockIdx.y % static_cast<unsigned>(limb_count));
+  template <int P>
+  __device__ __forceinline__ int64_t poly0() const { return poly0<P>(blockIdx.y); }
+  // the group's limb (32-bit arithmetic: poly0() % limbs would be a 64-bit division)
+  __device__ __forceinline__ int limb(unsigned group) const {
+    return limb0 + static_cast<int>(group % static_cast<unsigned>(limb_count));
   }
+  __device__ __forceinline__ int limb() const { return limb(blockIdx.y); }
 };
 
 // 2q for q < 2^31, computed so that ptxas keeps it in a register: from a plain 2 * q it
@@ -211,6 +215,19 @@ __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* t
       }
     }
   }
+}
+
+// Global loads of a phase. COHERENT bypasses L1 (ld.global.cg): the streamed kernel's second
+// phase reads data that other SMs wrote during the same launch.
+template <bool COHERENT>
+__device__ __forceinline__ uint32_t load_word(const uint32_t* p) {
+  if (COHERENT) return __ldcg(p);
+  return *p;
+}
+template <bool COHERENT>
+__device__ __forceinline__ uint4 load_word4(const uint32_t* p) {
+  if (COHERENT) return __ldcg(reinterpret_cast<const uint4*>(p));
+  return *reinterpret_cast<const uint4*>(p);
 }
 
 struct NoHook {

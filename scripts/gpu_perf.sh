@@ -18,16 +18,19 @@ if [ "${SKIP_NTT:-0}" != "1" ]; then
   # sweeps: single-pass cluster kernel or two-phase; for the latter, polynomials per thread (P)
   # and L2-sized chunk bytes ("default" = the handler's choice)
   # and L2-sized chunk bytes ("default" = the handler's choice), and the register budget hint
-  # of the N = 2^16 two-phase kernels (JAX_FHE_NTT_MIN_BLOCKS, 0 = none)
+  # of the N = 2^16 two-phase kernels (JAX_FHE_NTT_MIN_BLOCKS, 0 = none), and the streamed
+  # kernel (NTT_STREAM_SWEEP: 0 = off, 1 = on, or a chunk size in bytes)
   for cl in ${NTT_CLUSTER_SWEEP:-0 1}; do
   for c in ${NTT_CHUNK_SWEEP:-default}; do
   for p in ${NTT_P_SWEEP:-4}; do
-  for mb in ${NTT_MINB_SWEEP:-0}; do
-    echo "== NTT, JAX_FHE_NTT_CLUSTER=$cl JAX_FHE_NTT_MAX_P=$p JAX_FHE_NTT_CHUNK_BYTES=$c JAX_FHE_NTT_MIN_BLOCKS=$mb"
+  for mb in ${NTT_MINB_SWEEP:-2}; do
+  for st in ${NTT_STREAM_SWEEP:-0}; do
+    echo "== NTT, JAX_FHE_NTT_CLUSTER=$cl JAX_FHE_NTT_MAX_P=$p JAX_FHE_NTT_CHUNK_BYTES=$c JAX_FHE_NTT_MIN_BLOCKS=$mb JAX_FHE_NTT_STREAM=$st"
     ( [ "$c" != default ] && export JAX_FHE_NTT_CHUNK_BYTES=$c
+      [ "$st" != 0 ] && export JAX_FHE_NTT_STREAM=1 && [ "$st" != 1 ] && export JAX_FHE_NTT_STREAM_CHUNK_BYTES=$st
       JAX_FHE_NTT_MIN_BLOCKS=$mb JAX_FHE_NTT_CLUSTER=$cl JAX_FHE_NTT_MAX_P=$p timeout 120 $B --kernels ntt --limbs ${NTT_LIMBS:-48} \
         --batches ${NTT_BATCHES:-1,4,16} 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth" )
-  done; done; done; done
+  done; done; done; done; done
 fi
 if [ "${SKIP_BCONV:-0}" != "1" ]; then
   for v in ${BCONV_VEC_SWEEP:-4 2}; do

@@ -86,7 +86,8 @@ print("variant ok")
 """
 
 
-@pytest.mark.parametrize("variant", ["two-phase", "chunked", "cluster", "min-blocks-3", "no-whole"])
+@pytest.mark.parametrize("variant", ["two-phase", "chunked", "cluster", "min-blocks-3", "no-whole",
+                                     "streamed"])
 def test_ntt_variants_cpu_equals_gpu(variant, devices):
     """The GPU NTT's optional paths, each selected through an environment variable read once per
     process, give the CPU's bits at N = 2^12 (the one-block kernel, 2 polynomials per thread at
@@ -95,7 +96,9 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
     L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES: a budget of 6 polynomials, i.e. chunks of one
     limb x 4 batch entries at P = 4), the sm_90 single-pass cluster kernel
     (JAX_FHE_NTT_CLUSTER=1; N = 2^16 with primes below 2^30, other sizes fall back), and the
-    N = 2^16 kernels compiled for 3 resident blocks per SM (JAX_FHE_NTT_MIN_BLOCKS=3)."""
+    N = 2^16 kernels compiled for 3 resident blocks per SM (JAX_FHE_NTT_MIN_BLOCKS=3), and the
+    streamed two-phase kernel (JAX_FHE_NTT_STREAM=1; N = 2^16 at 4 polynomials per thread) with
+    chunks of one polynomial group, so that the second phase's tiles wait on 14 chunks."""
     import os
     import subprocess
     import sys
@@ -107,6 +110,9 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
         env["JAX_FHE_NTT_MIN_BLOCKS"] = "3"
     if variant == "no-whole":
         env["JAX_FHE_NTT_WHOLE"] = "0"
+    if variant == "streamed":
+        env["JAX_FHE_NTT_STREAM"] = "1"
+        env["JAX_FHE_NTT_STREAM_CHUNK_BYTES"] = str(4 * (1 << 16) * 4)
     r = subprocess.run([sys.executable, "-c", _NTT_VARIANT_SCRIPT], env=env, capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0 and "variant ok" in r.stdout, r.stdout + r.stderr
