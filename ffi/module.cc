@@ -24,6 +24,7 @@ NB_MODULE(_kernels, m) {
     nb::dict d;
     d["jax_fhe_ntt_forward"] = capsule(jax_fhe::NttForwardCpu);
     d["jax_fhe_ntt_inverse"] = capsule(jax_fhe::NttInverseCpu);
+    d["jax_fhe_ntt_forward_lift"] = capsule(jax_fhe::NttForwardLiftCpu);
     d["jax_fhe_bconv"] = capsule(jax_fhe::BconvCpu);
     d["jax_fhe_bconv_centered"] = capsule(jax_fhe::BconvCenteredCpu);
     d["jax_fhe_automorphism_ntt"] = capsule(jax_fhe::AutomorphismNttCpu);
@@ -36,6 +37,7 @@ NB_MODULE(_kernels, m) {
 #ifdef JAX_FHE_WITH_CUDA
     d["jax_fhe_ntt_forward"] = capsule(jax_fhe::NttForwardCuda);
     d["jax_fhe_ntt_inverse"] = capsule(jax_fhe::NttInverseCuda);
+    d["jax_fhe_ntt_forward_lift"] = capsule(jax_fhe::NttForwardLiftCuda);
     d["jax_fhe_bconv"] = capsule(jax_fhe::BconvCuda);
     d["jax_fhe_bconv_centered"] = capsule(jax_fhe::BconvCenteredCuda);
     d["jax_fhe_automorphism_ntt"] = capsule(jax_fhe::AutomorphismNttCuda);

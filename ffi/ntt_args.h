@@ -22,4 +22,21 @@ inline ffi::Error check_ntt_args(const PolyShape& s, ffi::AnyBuffer::Dimensions 
   return ffi::Error::Success();
 }
 
+// NTT of small signed integers lifted to L primes (jax_fhe_ntt_forward_lift):
+//   x: int32[..., N] with |x| < every used prime;  y: uint32[..., L, N],
+//   y[..., l, :] = NTT_l(x mod q_rows[l]).
+// Decodes the output shape into `s` and checks that x is y without its limb axis.
+inline ffi::Error check_ntt_lift_shapes(ffi::AnyBuffer::Dimensions x_dims,
+                                        ffi::AnyBuffer::Dimensions y_dims, PolyShape* s) {
+  if (auto e = decode_poly_shape(y_dims, "ntt_lift output", s); e.failure()) return e;
+  if (x_dims.size() + 1 != y_dims.size())
+    return ffi::Error::InvalidArgument("ntt_lift: the input must be the output without its limb axis");
+  for (size_t i = 0; i + 1 < x_dims.size(); ++i)
+    if (x_dims[i] != y_dims[i])
+      return ffi::Error::InvalidArgument("ntt_lift: input and output batch shapes differ");
+  if (x_dims[x_dims.size() - 1] != s->n)
+    return ffi::Error::InvalidArgument("ntt_lift: input and output N differ");
+  return ffi::Error::Success();
+}
+
 }  // namespace jax_fhe

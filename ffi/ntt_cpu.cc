@@ -3,6 +3,9 @@
 // Forward: natural-order coefficients -> evaluations in bit-reversed order, Cooley-Tukey
 // butterflies with tw[m + i] = psi^brev(m + i) (psi a primitive 2N-th root of unity).
 // Inverse: Gentleman-Sande butterflies with the inverse twiddles, then a multiply by N^-1.
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 
 #include "common.h"
@@ -101,7 +104,56 @@ ffi::Error NttInverseCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows
   return ffi::Error::Success();
 }
 
+// The lifted forward NTT (semantics in ntt_args.h). Inputs outside (-q, q) for a used prime are
+// rejected here; the CUDA handler takes the range as the caller's contract.
+ffi::Error NttForwardLiftCpuImpl(ffi::Buffer<ffi::S32> x, ffi::Buffer<ffi::S32> rows,
+                                 ffi::Buffer<ffi::U32> moduli, ffi::Buffer<ffi::U32> tw,
+                                 ffi::Buffer<ffi::U32> tw_shoup, ffi::ResultBuffer<ffi::U32> y,
+                                 bool /*lazy*/) {
+  PolyShape s;
+  if (auto e = check_ntt_lift_shapes(x.dimensions(), y->dimensions(), &s); e.failure()) return e;
+  int64_t table_rows = 0;
+  if (auto e = check_ntt_args(s, y->dimensions(), y->dimensions(), rows.dimensions(),
+                              moduli.dimensions(), tw.dimensions(), tw_shoup.dimensions(),
+                              &table_rows);
+      e.failure())
+    return e;
+  if (auto e = check_rows(rows.typed_data(), s.limbs, table_rows); e.failure()) return e;
+  const int32_t* r = rows.typed_data();
+  const uint32_t* q = moduli.typed_data();
+  uint32_t q_min = UINT32_MAX;
+  for (int64_t l = 0; l < s.limbs; ++l) q_min = std::min(q_min, q[r[l]]);
+  const int32_t* src = x.typed_data();
+  const int64_t count = s.polys / s.limbs * s.n;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t v = src[i];
+    if ((v < 0 ? -v : v) >= q_min)
+      return ffi::Error::InvalidArgument("ntt_lift: an input value is not below every prime in magnitude");
+  }
+  uint32_t* dst = y->typed_data();
+  parallel_for(s.polys, s.n * s.log_n, [&](int64_t p) {
+    const int64_t row = r[p % s.limbs];
+    const uint32_t qr = q[row];
+    const int32_t* in = src + p / s.limbs * s.n;
+    uint32_t* out = dst + p * s.n;
+    for (int64_t j = 0; j < s.n; ++j)
+      out[j] = in[j] < 0 ? static_cast<uint32_t>(in[j] + static_cast<int64_t>(qr)) : static_cast<uint32_t>(in[j]);
+    ntt_forward_one(out, s.n, qr, tw.typed_data() + row * s.n, tw_shoup.typed_data() + row * s.n);
+  });
+  return ffi::Error::Success();
+}
+
 }  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardLiftCpu, NttForwardLiftCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::S32>>()  // x [..., N]
+                                  .Arg<ffi::Buffer<ffi::S32>>()  // rows
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // moduli
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // twiddles
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // twiddles (Shoup)
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., L, N]
+                                  .Attr<bool>("lazy"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardCpu, NttForwardCpuImpl,
                               ffi::Ffi::Bind()

@@ -179,10 +179,13 @@ struct WholeGeometry {
   static constexpr bool fits = P * padded * 4 <= 48 * 1024;
 };
 
-template <int LOGN, int P, bool INVERSE, bool LAZY>
+// LIFT (forward only, jax_fhe_ntt_forward_lift): src holds int32 small signed values [..., N]
+// without the limb axis; every limb's block lifts them to residues as it loads them.
+template <int LOGN, int P, bool INVERSE, bool LAZY, bool LIFT = false>
 __global__ void __launch_bounds__(WholeGeometry<LOGN, P>::threads)
-    ntt_whole_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
+    ntt_whole_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place; not with LIFT)
                      Tables t) {
+  static_assert(!(LIFT && INVERSE), "the lift is a forward-transform prologue");
   using G = WholeGeometry<LOGN, P>;
   __shared__ uint32_t smem[P * G::padded];
   const int64_t poly = t.poly0<P>();
@@ -192,7 +195,9 @@ __global__ void __launch_bounds__(WholeGeometry<LOGN, P>::threads)
   const uint32_t* tw = t.tw + tab * int64_t{G::n};
   const uint32_t* tws = t.tw_shoup + tab * int64_t{G::n};
   const uint32_t* s = src + poly * G::n;
+  const int32_t* xi = reinterpret_cast<const int32_t*>(src) + t.entry0<P>(blockIdx.y) * G::n;
   uint32_t* d = dst + poly * G::n;
+  auto lift = [&](int32_t v) { return static_cast<uint32_t>(v) + (v < 0 ? q : 0u); };
   uint32_t scale = 0, scale_s = 0;
   if (INVERSE) {
     scale = t.scale[tab];
@@ -205,10 +210,20 @@ __global__ void __launch_bounds__(WholeGeometry<LOGN, P>::threads)
   };
   run_rounds<3, LOGN, P, INVERSE, LAZY, true>(
       static_cast<int>(threadIdx.x), 1u, tw, tws, q, smem,
-      [&](int p, int u) { return s[p * stride + u]; },
+      [&](int p, int u) {
+        if constexpr (LIFT) return lift(xi[p * G::n + u]);
+        else return s[p * stride + u];
+      },
       [&](int p, int u, uint32_t v) { d[p * stride + u] = finish(v); },
       [](int p, int u) { return p * G::padded + u + (u >> 5); },
-      [&](int p, int u) { return *reinterpret_cast<const uint4*>(s + p * stride + u); },
+      [&](int p, int u) {
+        if constexpr (LIFT) {
+          const int4 v = *reinterpret_cast<const int4*>(xi + p * G::n + u);
+          return make_uint4(lift(v.x), lift(v.y), lift(v.z), lift(v.w));
+        } else {
+          return *reinterpret_cast<const uint4*>(s + p * stride + u);
+        }
+      },
       [&](int p, int u, uint4 v) {
         *reinterpret_cast<uint4*>(d + p * stride + u) =
             make_uint4(finish(v.x), finish(v.y), finish(v.z), finish(v.w));
@@ -225,25 +240,25 @@ inline int whole_max_p(int log_n) {
 }
 
 // Returns false where the one-block kernel does not apply (the caller runs the two phases).
-template <int LOGN, int P, bool INVERSE, bool LAZY>
+template <int LOGN, int P, bool INVERSE, bool LAZY, bool LIFT>
 bool launch_whole_n(const uint32_t* src, uint32_t* dst, int64_t groups, const Tables& t,
                     cudaStream_t stream) {
-  if constexpr (WholeGeometry<LOGN, P>::fits) {
+  if constexpr (WholeGeometry<LOGN, P>::fits && !(LIFT && (INVERSE || !LAZY))) {
     const dim3 grid(1, static_cast<unsigned>(groups));
-    ntt_whole_kernel<LOGN, P, INVERSE, LAZY><<<grid, WholeGeometry<LOGN, P>::threads, 0, stream>>>(
-        src, dst, t);
+    ntt_whole_kernel<LOGN, P, INVERSE, LAZY, LIFT>
+        <<<grid, WholeGeometry<LOGN, P>::threads, 0, stream>>>(src, dst, t);
     return true;
   }
   return false;
 }
 
-template <int P, bool INVERSE, bool LAZY>
+template <int P, bool INVERSE, bool LAZY, bool LIFT = false>
 bool launch_whole(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups, const Tables& t,
                   cudaStream_t stream) {
   switch (log_n) {
-    case 10: return launch_whole_n<10, P, INVERSE, LAZY>(src, dst, groups, t, stream);
-    case 11: return launch_whole_n<11, P, INVERSE, LAZY>(src, dst, groups, t, stream);
-    case 12: return launch_whole_n<12, P, INVERSE, LAZY>(src, dst, groups, t, stream);
+    case 10: return launch_whole_n<10, P, INVERSE, LAZY, LIFT>(src, dst, groups, t, stream);
+    case 11: return launch_whole_n<11, P, INVERSE, LAZY, LIFT>(src, dst, groups, t, stream);
+    case 12: return launch_whole_n<12, P, INVERSE, LAZY, LIFT>(src, dst, groups, t, stream);
   }
   return false;
 }
@@ -495,7 +510,9 @@ bool whole_enabled() {
   return v;
 }
 
-template <int P, bool INVERSE, bool LAZY>
+// LIFT: the lifted forward transform through the one-block kernel only (the caller checks that
+// it applies: lazy, N <= 2^kMaxWholeLog, P <= whole_max_p).
+template <int P, bool INVERSE, bool LAZY, bool LIFT = false>
 void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                Tables t) {
   const int k1 = s.log_n / 2, k2 = s.log_n - k1;
@@ -512,7 +529,9 @@ void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
       t.limb_count = static_cast<int>(std::min(limb_step, s.limbs - l0));
       t.batch0 = b0;
       const int64_t groups = std::min(batch_step, batch - b0) / P * t.limb_count;
-      if (s.log_n <= kMaxWholeLog && whole_enabled() &&
+      if (LIFT) {
+        launch_whole<P, INVERSE, LAZY, LIFT>(s.log_n, src, dst, groups, t, stream);
+      } else if (s.log_n <= kMaxWholeLog && whole_enabled() &&
           launch_whole<P, INVERSE, LAZY>(s.log_n, src, dst, groups, t, stream)) {
         // one block per polynomial group: done
       } else if (stream_enabled() && launch_stream<P, INVERSE, LAZY>(s.log_n, src, dst, groups, t, stream)) {
@@ -607,7 +626,77 @@ ffi::Error NttInverseCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
               : run_ntt<true, false>(stream, s, x.typed_data(), y->typed_data(), t);
 }
 
+// Residues of small signed values for every limb: y[b, l, j] = x[b, j] mod q_rows[l] (the lifted
+// NTT's first pass where the one-block kernel does not apply).
+__global__ void lift_kernel(const int32_t* x, uint32_t* y, const int32_t* rows,
+                            const uint32_t* moduli, int limbs, int log_n, int64_t total) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total; i += step) {
+    const int64_t p = i >> log_n, j = i & ((int64_t{1} << log_n) - 1);
+    const uint32_t q = moduli[rows[p % limbs]];
+    const int32_t v = x[((p / limbs) << log_n) + j];
+    y[i] = static_cast<uint32_t>(v) + (v < 0 ? q : 0u);
+  }
+}
+
+// The lifted forward NTT (semantics in ntt_args.h): fused into the one-block kernel's loads for
+// N <= 2^kMaxWholeLog with primes below 2^30 (the int32 input is read once per limb, the residues
+// are never written before the transform), else a lift pass and the forward NTT in place. The
+// range |x| < q is the caller's contract here (the CPU handler checks it).
+ffi::Error NttForwardLiftCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::S32> x,
+                                  ffi::Buffer<ffi::S32> rows, ffi::Buffer<ffi::U32> moduli,
+                                  ffi::Buffer<ffi::U32> tw, ffi::Buffer<ffi::U32> tw_shoup,
+                                  ffi::ResultBuffer<ffi::U32> y, bool lazy) {
+  PolyShape s;
+  if (auto e = check_ntt_lift_shapes(x.dimensions(), y->dimensions(), &s); e.failure()) return e;
+  int64_t table_rows = 0;
+  if (auto e = check_ntt_args(s, y->dimensions(), y->dimensions(), rows.dimensions(),
+                              moduli.dimensions(), tw.dimensions(), tw_shoup.dimensions(),
+                              &table_rows);
+      e.failure())
+    return e;
+  if (s.polys == 0) return ffi::Error::Success();
+  Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
+           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0, 0};
+  const int32_t* xi = x.typed_data();
+  uint32_t* dst = y->typed_data();
+  const int64_t batch = s.polys / s.limbs;
+  if (lazy && s.log_n <= kMaxWholeLog && whole_enabled()) {
+    const uint32_t* src = reinterpret_cast<const uint32_t*>(xi);
+    const int pmax = whole_max_p(s.log_n);
+    if (pmax >= 4 && batch % 4 == 0)
+      run_ntt_p<4, false, true, true>(stream, s, src, dst, t);
+    else if (pmax >= 2 && batch % 2 == 0)
+      run_ntt_p<2, false, true, true>(stream, s, src, dst, t);
+    else
+      run_ntt_p<1, false, true, true>(stream, s, src, dst, t);
+  } else {
+    const int64_t total = s.polys * s.n;
+    const int64_t blocks = std::min<int64_t>((total + 255) / 256, int64_t{sm_count()} * 16);
+    lift_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
+        xi, dst, rows.typed_data(), moduli.typed_data(), static_cast<int>(s.limbs), s.log_n, total);
+    return lazy ? run_ntt<false, true>(stream, s, dst, dst, t)
+                : run_ntt<false, false>(stream, s, dst, dst, t);
+  }
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    return ffi::Error::Internal(std::string("ntt_lift kernel launch failed: ") + cudaGetErrorString(err));
+  return ffi::Error::Success();
+}
+
 }  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardLiftCuda, NttForwardLiftCudaImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U32>>()
+                                  .Attr<bool>("lazy"),
+                              {ffi::Traits::kCmdBufferCompatible});
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardCuda, NttForwardCudaImpl,
                               ffi::Ffi::Bind()

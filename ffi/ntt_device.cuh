@@ -36,8 +36,12 @@ struct Tables {
   // of polynomial group `group` (by default the block's, blockIdx.y)
   template <int P>
   __device__ __forceinline__ int64_t poly0(unsigned group) const {
-    const int64_t b = batch0 + static_cast<int64_t>(group / static_cast<unsigned>(limb_count)) * P;
-    return b * limbs + limb(group);
+    return entry0<P>(group) * limbs + limb(group);
+  }
+  // batch entry of the group's first polynomial
+  template <int P>
+  __device__ __forceinline__ int64_t entry0(unsigned group) const {
+    return batch0 + static_cast<int64_t>(group / static_cast<unsigned>(limb_count)) * P;
   }
   template <int P>
   __device__ __forceinline__ int64_t poly0() const { return poly0<P>(blockIdx.y); }

@@ -192,3 +192,46 @@ def test_handler_rejects_mismatched_tables_directly():
     with pytest.raises(Exception, match="row index out of range"):
         jax.block_until_ready(call(jax.device_put(x, cpu), np.array([0, 5], np.int32),
                                    *jax.device_put((ctx.moduli, ctx.psi, ctx.psi_shoup), cpu), lazy=True))
+
+
+@pytest.mark.parametrize("log_n, batch", [(10, 3), (12, 1), (12, 2), (12, 4), (13, 2), (16, 4)])
+@pytest.mark.parametrize("primes", ["30bit", "31bit"])
+def test_ntt_lift_equals_ntt_of_residues(log_n, batch, primes, device, put, rng):
+    """ntt_lift(x) == ntt(x mod q_l per limb) bit for bit, for digits up to +-(2^17) and the
+    extremes -(q_min - 1), q_min - 1: the one-block GPU kernel lifts on load (N <= 4096, 30-bit
+    primes, P = 1, 2), other shapes lift in a separate pass; jit and vmap included."""
+    n = 1 << log_n
+    ps = PRIME_SETS[primes](n)
+    ctx = put(rns.make_context(ps, n))
+    x = rng.integers(-(1 << 17), 1 << 17, size=(batch, 2, n)).astype(np.int32)
+    qmin = min(ps)
+    x[0, 0, :4] = [qmin - 1, -(qmin - 1), 0, -1]
+    lifted = np.stack([np.where(x < 0, x.astype(np.int64) + q, x).astype(np.uint32) for q in ps], axis=-2)
+    want = np.asarray(ops.ntt(put(jnp.asarray(lifted)), ctx))
+    got = jax.jit(lambda v, c: ops.ntt_lift(v, c))(put(jnp.asarray(x)), ctx)
+    assert got.dtype == np.uint32 and got.shape == (batch, 2, len(ps), n)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    vm = jax.vmap(lambda v: ops.ntt_lift(v, ctx))(put(jnp.asarray(x)))
+    np.testing.assert_array_equal(np.asarray(vm), want)
+    sub = ops.ntt_lift(put(jnp.asarray(x)), ctx, rows=[len(ps) - 1])
+    np.testing.assert_array_equal(np.asarray(sub), want[..., -1:, :])
+
+
+def test_ntt_lift_rejects_bad_input():
+    n = 1 << 10
+    ps = rns.ntt_primes(30, 2, n)
+    ctx = rns.make_context(ps, n)
+    with pytest.raises(TypeError, match="int32"):
+        ops.ntt_lift(jnp.zeros((2, n), jnp.uint32), ctx)
+    with pytest.raises(ValueError, match="N=2048"):
+        ops.ntt_lift(jnp.zeros((2, 2048), jnp.int32), ctx)
+    with pytest.raises(ValueError, match="power of two"):
+        ops.ntt_lift(jnp.zeros((2, 1000), jnp.int32), ctx)
+    with pytest.raises(ValueError, match="limbs"):
+        ops.ntt_lift(jnp.zeros((2, n), jnp.int32), ctx, limbs=3)
+    with pytest.raises(ValueError, match="rows"):
+        ops.ntt_lift(jnp.zeros((2, n), jnp.int32), ctx, limbs=1, rows=[0, 1])
+    big = jnp.full((1, n), min(ps), jnp.int32)  # |x| = q: not a small value for that prime
+    with pytest.raises(Exception, match="below every prime"):
+        jax.block_until_ready(jax.device_put(ops.ntt_lift(jax.device_put(big, jax.devices("cpu")[0]),
+                                                           jax.device_put(ctx, jax.devices("cpu")[0]))))

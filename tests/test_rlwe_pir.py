@@ -46,6 +46,12 @@ def test_decompose_exact(device, put, ctx, rng, base_log, length):
         assert x % Q == v and abs(x) <= Q // 2 + 1
     back = np.asarray(rlwe.recompose(jnp.asarray(d), g, ctx))
     np.testing.assert_array_equal(back, _residues(vals))
+    # the fused path of key switching and external products: the NTT of these digits, lifted
+    # to the primes inside the transform (ops.ntt_lift), equals ntt(decompose(x))
+    x = put(jnp.stack([_residues(vals), _residues(vals[::-1])]))
+    want = np.asarray(ntt(rlwe.decompose(x, put(g), put(ctx)), put(ctx)))
+    got = np.asarray(jax.jit(lambda x, g, c: rlwe.decompose_ntt(x, g, c))(x, put(g), put(ctx)))
+    np.testing.assert_array_equal(got, want)
 
 
 def test_make_gadget_rejects(ctx):

@@ -2,9 +2,9 @@
 from .automorphism import automorphism_coeff, automorphism_ntt, conjugation_element, galois_element
 from .bconv import bconv, bconv_centered
 from .modarith import add_mod, mac_mod, mul_limb_consts, mul_mod, neg_mod, reduce_mod, sub_mod
-from .ntt import intt, ntt
+from .ntt import intt, ntt, ntt_lift
 
 __all__ = [
     "add_mod", "automorphism_coeff", "automorphism_ntt", "bconv", "bconv_centered", "conjugation_element",
-    "galois_element", "intt", "mac_mod", "mul_limb_consts", "mul_mod", "neg_mod", "ntt", "reduce_mod", "sub_mod",
+    "galois_element", "intt", "mac_mod", "mul_limb_consts", "mul_mod", "neg_mod", "ntt", "ntt_lift", "reduce_mod", "sub_mod",
 ]

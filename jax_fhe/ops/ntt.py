@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-from ._checks import as_context, as_poly, rows_array
+from ._checks import as_context, as_poly, check_ring_degree, rows_array
 
 # Below this bound the CUDA kernels use Harvey's lazy butterflies (values up to 4q fit a word).
 LAZY_PRIME_BOUND = 1 << 30
@@ -28,6 +30,36 @@ def ntt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     rows = ctx.rows_for(x.shape[-2], rows)
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype),
                             vmap_method="expand_dims")
+    return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=_lazy(ctx, rows))
+
+
+def ntt_lift(x, ctx, limbs: int | None = None, rows: Sequence[int] | None = None) -> jax.Array:
+    """Forward NTT of small signed integers in every limb: ``x`` int32[..., N] with |x| below
+    every used prime -> uint32[..., L, N], limb l = NTT(x mod q_l). Equals
+    ``ntt(lift(x))`` but never writes the L lifted copies: on the GPU (N <= 4096, primes below
+    2^30) the transform reads x once per limb and lifts it as it loads (gadget digits before
+    key switching and external products). ``limbs`` (default: every context prime) or ``rows``
+    picks the primes. The CPU kernel rejects out-of-range values; on the GPU they are the
+    caller's contract."""
+    ctx = as_context(ctx, "ntt_lift")
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or np.dtype(dtype) != np.int32:
+        raise TypeError(f"ntt_lift: expected an int32 array [..., N] of small signed values, got "
+                        f"{type(x).__name__ if dtype is None else np.dtype(dtype)}")
+    x = jnp.asarray(x)
+    if x.ndim < 1:
+        raise ValueError(f"ntt_lift: expected shape [..., N], got {x.shape}")
+    check_ring_degree(x.shape[-1])
+    if x.shape[-1] != ctx.n:
+        raise ValueError(f"ntt_lift: data has N={x.shape[-1]} but the tables were built for N={ctx.n}")
+    if rows is None:
+        rows = ctx.rows_for(len(ctx.primes) if limbs is None else int(limbs))
+    else:
+        rows = ctx.rows_for(len(tuple(rows)), rows)
+        if limbs is not None and int(limbs) != len(rows):
+            raise ValueError(f"ntt_lift: limbs={limbs} but {len(rows)} rows were given")
+    out = jax.ShapeDtypeStruct(x.shape[:-1] + (len(rows), x.shape[-1]), jnp.uint32)
+    call = jax.ffi.ffi_call("jax_fhe_ntt_forward_lift", out, vmap_method="expand_dims")
     return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=_lazy(ctx, rows))
 
 

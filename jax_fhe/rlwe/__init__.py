@@ -12,8 +12,8 @@ Built only from :mod:`jax_fhe.rns` (tables, sampling) and :mod:`jax_fhe.ops` (ke
 * :mod:`jax_fhe.rlwe.rgsw`: RGSW ciphertexts, the external product, CMUX, RLWE -> RGSW conversion.
 """
 from . import gadget, hybrid, rgsw
-from .gadget import (Gadget, GadgetKey, automorphism, automorphism_key, decompose, encrypt_ntt,
-                     gadget_product, gadget_rows, make_gadget, phase_ntt, recompose, secret_ntt,
+from .gadget import (Gadget, GadgetKey, automorphism, automorphism_key, decompose, decompose_ntt,
+                     decompose_signed, encrypt_ntt, gadget_product, gadget_rows, make_gadget, phase_ntt, recompose, secret_ntt,
                      switching_key)
 from .hybrid import (ExactConv, HybridTables, KeySwitchKey, exact_conv, gen_switching_key,
                      key_inner_product, key_switch, make_exact_conv, make_hybrid_tables, mod_down,
@@ -25,6 +25,7 @@ __all__ = [
     "key_inner_product", "key_switch", "make_exact_conv", "make_hybrid_tables", "mod_down", "mod_up",
     # gadget key switching and RGSW (PIR); the gadget key switch is rlwe.gadget.key_switch
     "Gadget", "GadgetKey", "RGSWCiphertext", "automorphism", "automorphism_key", "cmux", "decompose",
+    "decompose_ntt", "decompose_signed",
     "encrypt_ntt", "external_product", "from_rlwe", "gadget", "gadget_product", "gadget_rows",
     "make_gadget", "phase_ntt", "recompose", "rgsw", "secret_ntt", "switching_key",
 ]

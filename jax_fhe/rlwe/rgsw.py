@@ -20,10 +20,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ..ops import add_mod, intt, mul_mod, ntt, sub_mod
+from ..ops import add_mod, intt, mul_mod, sub_mod
 from ..rns import HostRandom, RNSContext
 from ..rns._pytree import pytree_dataclass
-from .gadget import Gadget, decompose, gadget_product, gadget_rows
+from .gadget import Gadget, decompose_ntt, gadget_product, gadget_rows
 
 
 @pytree_dataclass
@@ -59,7 +59,7 @@ def external_product(sel: RGSWCiphertext, ct: jax.Array, gadget: Gadget, ctx: RN
     if sel.rows.shape[-5:] != want or ct.ndim < 3 or ct.shape[-3] != 2:
         raise ValueError(f"external_product: RGSW rows {sel.rows.shape} and ciphertext {ct.shape} "
                          f"do not match (want rows [..., {', '.join(map(str, want))}] and ct [..., 2, L, N])")
-    digits = ntt(decompose(intt(ct, ctx), gadget, ctx), ctx)          # [..., 2, len, L, N]
+    digits = decompose_ntt(intt(ct, ctx), gadget, ctx)                # [..., 2, len, L, N]
     digits = digits.reshape(digits.shape[:-4] + (2 * length,) + digits.shape[-2:])
     rows = sel.rows.reshape(sel.rows.shape[:-5] + (2 * length,) + sel.rows.shape[-3:])
     return gadget_product(digits, rows, ctx)
