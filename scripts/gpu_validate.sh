@@ -1,18 +1,34 @@
 #!/usr/bin/env bash
-# One device call that validates on the GPU the code written without one: the GPU variants of
-# the tests for the fused packing GEMM, the fused centred base conversion (if present), the NTT
-# variants (cluster kernel included) and CKKS key switching, then the fused-GEMM PIR profile at
-# 16 GiB (JAX_FHE_PIR_FUSED_GEMM=1). Logs under $OUT. Extra args go to pytest.
+# One device call that validates on the GPU the code written without one, then measures it:
+#   1. build (sm_90a) and the GPU variants of the tests that cover the new kernels
+#      (VALIDATE_TESTS; default: NTT incl. ntt_lift, the CPU-vs-GPU NTT variants incl. the
+#      streamed kernel, RLWE-PIR, PIR protocols; -m "gpu and not slow");
+#   2. the PIR stage profile at 16 GiB, batches 32 and 1 (SKIP_PIR=1 skips; PIR_PROFILE_ARGS);
+#   3. the NTT at L = 48 with and without the streamed kernel (SKIP_NTT=1 skips;
+#      NTT_STREAM_SWEEP: 0 = off, 1 = on, or a chunk size in bytes);
+#   4. the CKKS benchmark (SKIP_CKKS=1 skips).
+# Logs under $OUT. Extra args go to pytest.
 set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 SKIP_TESTS=1 SKIP_BENCH=1 bash scripts/gpu_run.sh || exit 1
-TESTS="tests/test_bconv.py tests/test_exppack.py tests/test_cross_backend.py tests/test_ckks_hybrid.py tests/test_ckks_ops.py"
-[ -f tests/test_bconv_centered.py ] && TESTS="$TESTS tests/test_bconv_centered.py"
-python3 -m pytest -q -p no:cacheprovider -m gpu $TESTS "$@" 2>&1 | tee "$OUT/pytest_validate.log" | tail -6
-python3 -m pytest -q -p no:cacheprovider -m gpu -k "fused" tests/test_pir_protocols.py 2>&1 | tee -a "$OUT/pytest_validate.log" | tail -3
+TESTS=${VALIDATE_TESTS:-tests/test_ntt.py tests/test_cross_backend.py tests/test_rlwe_pir.py tests/test_pir_protocols.py}
+timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -m "gpu and not slow" $TESTS "$@" 2>&1 \
+  | tee "$OUT/pytest_validate.log" | grep -E "passed|failed|FAILED|Error" | tail -15
 if [ "${SKIP_PIR:-0}" != "1" ]; then
-  XLA_PYTHON_CLIENT_MEM_FRACTION=0.9 JAX_FHE_PIR_FUSED_GEMM=1 timeout ${PIR_TIMEOUT:-240} \
+  XLA_PYTHON_CLIENT_MEM_FRACTION=0.9 timeout ${PIR_TIMEOUT:-200} \
     python3 benchmarks/profile_pir.py ${PIR_PROFILE_ARGS:---gib 16 --batches 32 1 --reps 2} \
-    --out "$OUT/pir_fused.json" 2>&1 | tee "$OUT/pir_fused.log" | grep -v "^$" | tail -30
+    --out "$OUT/pir.json" 2>&1 | tee "$OUT/pir.log" | grep -v "^$\|bfc_allocator" | tail -24
+fi
+if [ "${SKIP_NTT:-0}" != "1" ]; then
+  for st in ${NTT_STREAM_SWEEP:-0 1 25165824}; do
+    echo "== NTT, JAX_FHE_NTT_STREAM=$st"
+    ( [ "$st" != 0 ] && export JAX_FHE_NTT_STREAM=1 && [ "$st" != 1 ] && export JAX_FHE_NTT_STREAM_CHUNK_BYTES=$st
+      timeout 60 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt --limbs 48 \
+        --batches ${NTT_BATCHES:-1,16} 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth" )
+  done
+fi
+if [ "${SKIP_CKKS:-0}" != "1" ]; then
+  timeout ${CKKS_TIMEOUT:-120} python3 benchmarks/bench_ckks.py --batch 8 --out "$OUT/ckks.json" 2>&1 \
+    | tee "$OUT/ckks.log" | tail -14
 fi
