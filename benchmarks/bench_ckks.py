@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bench_kernels import copy_bandwidth
+from gpu_trace import print_kernel_summary, trace_kernels
 from jax_fhe import ckks, ops, rlwe, rns
 from jax_fhe.rns import HostRandom
 
@@ -51,8 +52,9 @@ def _time(fn, *args, calls: int, trials: int = 5) -> float:
     return statistics.median(per)
 
 
-def bench_key_switch(n, big_l, alpha, batch, calls, put):
-    """Hybrid key switch of one polynomial at L limbs with alpha special primes."""
+def bench_key_switch(n, big_l, alpha, batch, calls, put, trace=None):
+    """Hybrid key switch of one polynomial at L limbs with alpha special primes. ``trace``: a
+    folder; prints the GPU kernels of one single and one batched call."""
     qs = rns.ntt_primes(30, big_l, n)
     ps = rns.ntt_primes(31, alpha, n, exclude=qs)
     primes = qs + ps
@@ -68,6 +70,11 @@ def bench_key_switch(n, big_l, alpha, batch, calls, put):
     xb = put(jnp.asarray(np.moveaxis(r.uniform_mod(qs, (batch, n)), 0, 1)))
     fb = jax.jit(jax.vmap(rlwe.key_switch, in_axes=(0, None, None, None)))
     batched = _time(fb, xb, key, ring, tables, calls=max(1, calls // batch)) / batch
+    if trace:
+        label = f"key switch ({big_l}, {alpha})"
+        print_kernel_summary(f"{label}, one ct", trace_kernels(f, (x, key, ring, tables), f"{trace}/ks{big_l}_1"))
+        print_kernel_summary(f"{label}, batch {batch}",
+                             trace_kernels(fb, (xb, key, ring, tables), f"{trace}/ks{big_l}_b{batch}"))
     return single, batched, -(-big_l // alpha)
 
 
@@ -106,6 +113,9 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     ap.add_argument("--batch", type=int, default=8, help="ciphertexts per vmapped call")
     ap.add_argument("--quick", action="store_true", help="small INSECURE N = 2^12 run (checks the script)")
+    ap.add_argument("--trace", default=None, help="print the GPU kernels of each key switch "
+                    "(one traced single and batched call; trace files under this folder)")
+    ap.add_argument("--key-switch-only", action="store_true", help="skip the HMult/HRot/rescale rows")
     args = ap.parse_args()
     device = jax.devices(args.backend)[0] if args.backend else jax.devices()[0]
     put = lambda tree: jax.device_put(tree, device)  # noqa: E731
@@ -120,7 +130,7 @@ def main() -> None:
 
     ks_rows = []
     for big_l, alpha, beta in configs:
-        single, batched, b = bench_key_switch(n, big_l, alpha, batch, calls, put)
+        single, batched, b = bench_key_switch(n, big_l, alpha, batch, calls, put, args.trace)
         assert b == beta
         row = {"op": "key switch", "L": big_l, "alpha": alpha, "beta": beta, "us": single * 1e6,
                "us_per_ct_batched": batched * 1e6, "batch": batch}
@@ -131,7 +141,7 @@ def main() -> None:
                        table_iii_mb=mb)
         ks_rows.append(row)
     op_rows = []
-    for level in sorted({params.default_level, params.max_level}):
+    for level in ([] if args.key_switch_only else sorted({params.default_level, params.max_level})):
         op_rows += bench_ops(params, level, batch, calls, put)
 
     print(f"\n{'key switch (L, a, b)':22s} {'us':>10s} {'us/ct (B=%d)' % batch:>14s} {'floor us':>9s} {'ratio':>7s}")

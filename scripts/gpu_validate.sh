@@ -6,7 +6,7 @@
 #   2. the PIR stage profile at 16 GiB, batches 32 and 1 (SKIP_PIR=1 skips; PIR_PROFILE_ARGS);
 #   3. the NTT at L = 48 with and without the streamed kernel (SKIP_NTT=1 skips;
 #      NTT_STREAM_SWEEP: 0 = off, 1 = on, or a chunk size in bytes);
-#   4. the CKKS benchmark (SKIP_CKKS=1 skips).
+#   4. the CKKS benchmark with the GPU kernels of each key switch (SKIP_CKKS=1 skips).
 # Logs under $OUT. Extra args go to pytest.
 set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
@@ -29,6 +29,6 @@ if [ "${SKIP_NTT:-0}" != "1" ]; then
   done
 fi
 if [ "${SKIP_CKKS:-0}" != "1" ]; then
-  timeout ${CKKS_TIMEOUT:-120} python3 benchmarks/bench_ckks.py --batch 8 --out "$OUT/ckks.json" 2>&1 \
-    | tee "$OUT/ckks.log" | tail -14
+  timeout ${CKKS_TIMEOUT:-150} python3 benchmarks/bench_ckks.py --batch 8 --trace /tmp/ckks_trace --out "$OUT/ckks.json" 2>&1 \
+    | tee "$OUT/ckks.log" | tail -80
 fi
