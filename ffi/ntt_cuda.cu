@@ -350,7 +350,12 @@ __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::thr
     } else {
       if (threadIdx.x == 0) {
         const unsigned need = static_cast<unsigned>(ng) * G::tiles_a;
-        while (load_acquire(&state[1 + chunk]) < need) __nanosleep(100);
+        // the wait ends by construction (see above); a watchdog turns a broken invariant into
+        // a launch error (after about 7 s) instead of a hung GPU
+        for (uint32_t spins = 0; load_acquire(&state[1 + chunk]) < need; ++spins) {
+          if (spins == (1u << 26)) __trap();
+          __nanosleep(100);
+        }
       }
       __syncthreads();
       if (INVERSE)

@@ -114,5 +114,5 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
         env["JAX_FHE_NTT_STREAM"] = "1"
         env["JAX_FHE_NTT_STREAM_CHUNK_BYTES"] = str(4 * (1 << 16) * 4)
     r = subprocess.run([sys.executable, "-c", _NTT_VARIANT_SCRIPT], env=env, capture_output=True,
-                       text=True, timeout=600)
+                       text=True, timeout=300)
     assert r.returncode == 0 and "variant ok" in r.stdout, r.stdout + r.stderr
