@@ -24,8 +24,15 @@
 // parallelism. P is 4, 2 or 1 (the largest that divides the batch).
 //
 // Memory traffic: the two phases move every byte through HBM twice unless the phase-1 output
-// is still in L2 when phase 2 reads it. The handler can process the flattened polynomials in
-// L2-sized chunks (see chunk_polys); by default it does not, which measured faster (below).
+// is still in L2 when phase 2 reads it. Three ways around it, by size:
+//   * N <= 2^12 (PIR's ring): one block runs the whole transform (ntt_whole_kernel, default);
+//   * N = 2^16: the streamed kernel (ntt_stream_kernel, opt-in JAX_FHE_NTT_STREAM=1) runs both
+//     phases in one persistent launch, chunk by chunk, so phase 2 reads from L2;
+//   * any size: the handler can launch the phases per L2-sized chunk (chunk_polys; measured
+//     slower than one launch per phase, below).
+// Plus the sm_90 single-pass cluster kernel (ntt_cluster_cuda.cu, opt-in).
+// The lifted forward transform (jax_fhe_ntt_forward_lift) loads int32 digits and lifts them to
+// each limb's prime in the one-block kernel (NttForwardLiftCudaImpl).
 #include <cuda_runtime.h>
 
 #include <algorithm>
