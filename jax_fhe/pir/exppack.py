@@ -156,9 +156,8 @@ def hint_planes(h_raw: jax.Array, tables: RingTables) -> jax.Array:
 #: Default bound (bytes) on the int32 plane products of the shared-hint packing GEMM that are
 #: alive at once (see :func:`_pack_shared`). 12 GiB: at the paper's hybrid layout (384 MiB of
 #: products per query) a batch of 32 runs as one group, so the 15 GiB of planes are read once
-#: (with 6 GiB, two groups, the 16 GiB batch-32 pack took 34.0 ms on an H100; the GEMM alone at
-#: one group measures about 23.5 ms by ``benchmarks/bench_modgemm.py``). Peak memory at 16 GiB,
-#: batch 32: about 59 GiB (CPU compile). Read at trace time: benchmarks may change it before
+#: (16 GiB, batch 32 on an H100: 34.0 ms with 6 GiB, i.e. two groups; 30.0 ms with 12 GiB; peak
+#: device memory 66 GiB with the setup). Read at trace time: benchmarks may change it before
 #: jitting (``profile_pir.py --pack-temp-gib``).
 PACK_TEMP_BYTES = 12 << 30
 

@@ -13,8 +13,8 @@ Built only from :mod:`jax_fhe.rns` (tables, sampling) and :mod:`jax_fhe.ops` (ke
 """
 from . import gadget, hybrid, rgsw
 from .gadget import (Gadget, GadgetKey, automorphism, automorphism_key, decompose, decompose_ntt,
-                     decompose_signed, encrypt_ntt, gadget_product, gadget_rows, make_gadget, phase_ntt, recompose, secret_ntt,
-                     switching_key)
+                     decompose_signed, encrypt_ntt, gadget_product, gadget_rows, make_gadget,
+                     phase_ntt, recompose, secret_ntt, switching_key)
 from .hybrid import (ExactConv, HybridTables, KeySwitchKey, exact_conv, gen_switching_key,
                      key_inner_product, key_switch, make_exact_conv, make_hybrid_tables, mod_down,
                      mod_up)
