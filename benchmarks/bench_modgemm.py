@@ -13,25 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from db_gemm import bench
 from jax_fhe.pir import modgemm, ring
 
 PRIMES = ring.RING_N4096.primes
-
-
-def bench(fn, args, reps):
-    jax.block_until_ready(fn(*args))  # compile + warm up
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def main():

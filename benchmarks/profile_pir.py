@@ -89,11 +89,12 @@ def client_side(params, tables, rng, batch):
 # --- timing ----------------------------------------------------------------------------------
 
 
-def time_stages(params, tables, batches, reps, rng, pack_temps=()):
+def time_stages(params, tables, batches, reps, rng, pack_temps=(), trace=None):
     """Per batch size, rows {batch, stage, ms, share, qps, peak_bytes} (a generator: one list
     per batch, so that a long run reports as it goes). For each extra packing bound in
     ``pack_temps`` (bytes), ``pack_first`` and ``answer`` are re-traced and timed again on the
-    same server and query, as stages named ``pack_first@<GiB>`` and ``answer@<GiB>``."""
+    same server and query, as stages named ``pack_first@<GiB>`` and ``answer@<GiB>``. ``trace``:
+    a folder; prints the GPU kernels of one extra call of each stage in TRACE_STAGES."""
     server = build_server(params, tables, 7)
     for b in batches:
         pub, query = jax.device_put(client_side(params, tables, rng, b))
@@ -104,8 +105,8 @@ def time_stages(params, tables, batches, reps, rng, pack_temps=()):
             args = [env[k] for k in ins]
             times[name] = bench(f, args, reps)
             env[out] = jax.block_until_ready(f(*args))
-            if TRACE_DIR and name in TRACE_STAGES:
-                print_kernel_summary(f"{name}, B = {b}", trace_kernels(f, args, f"{TRACE_DIR}/{name}_b{b}"))
+            if trace and name in TRACE_STAGES:
+                print_kernel_summary(f"{name}, B = {b}", trace_kernels(f, args, f"{trace}/{name}_b{b}"))
         if not np.array_equal(np.asarray(env["ct"]), np.asarray(env["answer"])):
             raise AssertionError("profile_pir: the chained stages differ from the full answer")
         times["sum_of_stages"] = sum(t for name, t in times.items() if name != "answer")
@@ -130,7 +131,6 @@ def time_stages(params, tables, batches, reps, rng, pack_temps=()):
 
 
 # --trace: GPU kernel time per kernel name for these stages (benchmarks/gpu_trace.py)
-TRACE_DIR = None
 TRACE_STAGES = ("expand_query", "pack_first", "hybrid_fold", "double_second")
 
 
@@ -225,8 +225,6 @@ def main(argv=None):
     ap.add_argument("--trace", default=None, help="print GPU kernel times of the expansion, pack and "
                     "fold stages (one extra traced call each; trace files under this folder)")
     a = ap.parse_args(argv)
-    global TRACE_DIR
-    TRACE_DIR = a.trace
     rng = HostRandom.insecure_deterministic(1)
     if a.quick:
         rp, a.reps = ring.RING_TOY, min(a.reps, 2)
@@ -267,7 +265,7 @@ def run_config(a, gib, params, tables, rng, dev):
         chunks, show = memory_stages(params, tables, a.batches, rng, a.hlo_dir, setup=not a.no_setup), print_memory
     else:
         extra = [int(g * GIB) for g in a.also_pack_temp_gib]
-        chunks, show = time_stages(params, tables, a.batches, a.reps, rng, extra), print_times
+        chunks, show = time_stages(params, tables, a.batches, a.reps, rng, extra, a.trace), print_times
     for rows in chunks:
         for r in rows:
             r.update(protocol=params.protocol, db_bytes=params.db_bytes, blocks=params.blocks, cols=params.cols,

@@ -205,10 +205,7 @@ ffi::Error run_bconv(cudaStream_t stream, const BconvShape& s, int64_t fold_ever
   auto args = [&](auto launcher) { launcher(stream, s, fold, fe, x, y, in_c, mat, out_c, cen); };
   // JAX_FHE_BCONV_VEC (1, 2 or 4) caps the coefficients per thread at 9..12 inputs (tuning:
   // fewer coefficients per thread need fewer registers, so more warps fit on an SM)
-  static const int max_vec = [] {
-    const char* env = std::getenv("JAX_FHE_BCONV_VEC");
-    return env ? std::atoi(env) : 4;
-  }();
+  static const int max_vec = static_cast<int>(tuning_int("JAX_FHE_BCONV_VEC", 4));
   if (s.lin <= 4) args(launch<4, 4, CENTERED>);
   else if (s.lin <= 8) args(launch<8, 4, CENTERED>);
   else if (s.lin <= 12)

@@ -25,9 +25,13 @@ inline ffi::Error check_ntt_args(const PolyShape& s, ffi::AnyBuffer::Dimensions 
 // NTT of small signed integers lifted to L primes (jax_fhe_ntt_forward_lift):
 //   x: int32[..., N] with |x| < every used prime;  y: uint32[..., L, N],
 //   y[..., l, :] = NTT_l(x mod q_rows[l]).
-// Decodes the output shape into `s` and checks that x is y without its limb axis.
-inline ffi::Error check_ntt_lift_shapes(ffi::AnyBuffer::Dimensions x_dims,
-                                        ffi::AnyBuffer::Dimensions y_dims, PolyShape* s) {
+// Decodes the output shape into `s`, checks that x is y without its limb axis and checks the
+// tables as check_ntt_args does.
+inline ffi::Error check_ntt_lift_args(ffi::AnyBuffer::Dimensions x_dims,
+                                      ffi::AnyBuffer::Dimensions y_dims,
+                                      ffi::AnyBuffer::Dimensions rows, ffi::AnyBuffer::Dimensions moduli,
+                                      ffi::AnyBuffer::Dimensions tw, ffi::AnyBuffer::Dimensions tw_shoup,
+                                      PolyShape* s, int64_t* table_rows) {
   if (auto e = decode_poly_shape(y_dims, "ntt_lift output", s); e.failure()) return e;
   if (x_dims.size() + 1 != y_dims.size())
     return ffi::Error::InvalidArgument("ntt_lift: the input must be the output without its limb axis");
@@ -36,7 +40,7 @@ inline ffi::Error check_ntt_lift_shapes(ffi::AnyBuffer::Dimensions x_dims,
       return ffi::Error::InvalidArgument("ntt_lift: input and output batch shapes differ");
   if (x_dims[x_dims.size() - 1] != s->n)
     return ffi::Error::InvalidArgument("ntt_lift: input and output N differ");
-  return ffi::Error::Success();
+  return check_ntt_args(*s, y_dims, y_dims, rows, moduli, tw, tw_shoup, table_rows);
 }
 
 }  // namespace jax_fhe

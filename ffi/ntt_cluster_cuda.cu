@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 
 #include "cuda_device.cuh"
@@ -149,17 +148,11 @@ bool launch_cluster(const uint32_t* src, uint32_t* dst, int64_t groups, const Ta
   using G = ClusterGeometry<LOGN>;
   auto kernel = ntt_cluster_kernel<LOGN, INVERSE>;
   // the shared-memory opt-in is per device and per kernel: set it once, not on every launch
-  static std::atomic<bool> opted_in[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-  if (!opted_in[dev].load(std::memory_order_relaxed)) {
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(G::smem_bytes)) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    opted_in[dev].store(true, std::memory_order_relaxed);
-  }
+  const bool opted_in = per_device([&](int) -> int64_t {
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(G::smem_bytes)) == cudaSuccess;
+  });
+  if (!opted_in) return false;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(G::C, static_cast<unsigned>(groups), 1);
   cfg.blockDim = dim3(kClusterThreads, 1, 1);
@@ -208,10 +201,7 @@ ClusterRun run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* 
 // busy. Only N = 2^16 in the lazy mode (every prime below 2^30) runs here.
 ClusterRun run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
                            uint32_t* dst, Tables t, bool inverse, bool lazy) {
-  static const bool enabled = [] {
-    const char* env = std::getenv("JAX_FHE_NTT_CLUSTER");
-    return env && env[0] == '1';
-  }();
+  static const bool enabled = tuning_int("JAX_FHE_NTT_CLUSTER", 0) == 1;
   if (!enabled || !lazy || s.log_n != 16 || cc_major() < 9)
     return ClusterRun::kNotRun;
   return inverse ? run_cluster<true>(stream, s, src, dst, t) : run_cluster<false>(stream, s, src, dst, t);

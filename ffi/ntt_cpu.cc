@@ -111,11 +111,10 @@ ffi::Error NttForwardLiftCpuImpl(ffi::Buffer<ffi::S32> x, ffi::Buffer<ffi::S32> 
                                  ffi::Buffer<ffi::U32> tw_shoup, ffi::ResultBuffer<ffi::U32> y,
                                  bool /*lazy*/) {
   PolyShape s;
-  if (auto e = check_ntt_lift_shapes(x.dimensions(), y->dimensions(), &s); e.failure()) return e;
   int64_t table_rows = 0;
-  if (auto e = check_ntt_args(s, y->dimensions(), y->dimensions(), rows.dimensions(),
-                              moduli.dimensions(), tw.dimensions(), tw_shoup.dimensions(),
-                              &table_rows);
+  if (auto e = check_ntt_lift_args(x.dimensions(), y->dimensions(), rows.dimensions(),
+                                   moduli.dimensions(), tw.dimensions(), tw_shoup.dimensions(), &s,
+                                   &table_rows);
       e.failure())
     return e;
   if (auto e = check_rows(rows.typed_data(), s.limbs, table_rows); e.failure()) return e;

@@ -177,13 +177,18 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads, MINB)
 // phase's (W = 1, K = log N). Forward output is reduced from [0, 4q); the inverse scales by N^-1.
 constexpr int kMaxWholeLog = 12;
 
+// Whether P polynomials of 2^log_n words (one pad word per 32) fit the 48 KB of static shared
+// memory: not P = 4 at N = 4096.
+constexpr bool whole_fits(int log_n, int p) {
+  return p * ((1 << log_n) + (1 << log_n) / 32) * 4 <= 48 * 1024;
+}
+
 template <int LOGN, int P>
 struct WholeGeometry {
   static constexpr int n = 1 << LOGN;
   static constexpr int threads = n / R;
   static constexpr int padded = n + n / 32;  // one pad word per 32 (as in the row kernel)
-  // static shared memory is limited to 48 KB: P = 4 at N = 4096 falls back to two phases
-  static constexpr bool fits = P * padded * 4 <= 48 * 1024;
+  static constexpr bool fits = whole_fits(LOGN, P);
 };
 
 // LIFT (forward only, jax_fhe_ntt_forward_lift): src holds int32 small signed values [..., N]
@@ -240,9 +245,8 @@ __global__ void __launch_bounds__(WholeGeometry<LOGN, P>::threads)
 
 // Largest P in {4, 2, 1} for which the one-block kernel's tiles fit (log_n <= kMaxWholeLog).
 inline int whole_max_p(int log_n) {
-  const int padded = (1 << log_n) + (1 << log_n) / 32;
   int p = 4;
-  while (p > 1 && p * padded * 4 > 48 * 1024) p /= 2;
+  while (p > 1 && !whole_fits(log_n, p)) p /= 2;
   return p;
 }
 
@@ -374,19 +378,12 @@ __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::thr
 }
 
 bool stream_enabled() {
-  static const bool v = [] {
-    const char* env = std::getenv("JAX_FHE_NTT_STREAM");
-    return env && env[0] == '1';
-  }();
+  static const bool v = tuning_int("JAX_FHE_NTT_STREAM", 0) == 1;
   return v;
 }
 
 int64_t stream_chunk_bytes() {
-  static const int64_t v = [] {
-    const char* env = std::getenv("JAX_FHE_NTT_STREAM_CHUNK_BYTES");
-    const int64_t b = env ? static_cast<int64_t>(std::atoll(env)) : 0;
-    return b > 0 ? b : int64_t{12} << 20;
-  }();
+  static const int64_t v = std::max<int64_t>(1, tuning_int("JAX_FHE_NTT_STREAM_CHUNK_BYTES", int64_t{12} << 20));
   return v;
 }
 
@@ -408,21 +405,22 @@ bool launch_stream_p4(int log_n, const uint32_t* src, uint32_t* dst, int64_t gro
   plan.chunk_groups = static_cast<int>(std::min<int64_t>(cg, groups));
   plan.chunks = static_cast<int>((groups + plan.chunk_groups - 1) / plan.chunk_groups);
   plan.seg = plan.chunk_groups * std::max(G::tiles_a, G::tiles_b);
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, G::threads, 0) != cudaSuccess ||
-      per_sm < 1) {
-    cudaGetLastError();
-    return false;
-  }
-  void* state = nullptr;
-  if (cudaGetSymbolAddress(&state, g_ntt_stream_state) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
+  // both are runtime queries: once per device
+  const int64_t per_sm = per_device([&](int) -> int64_t {
+    int v = 0;
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, G::threads, 0) == cudaSuccess ? v : 0;
+  });
+  void* state = reinterpret_cast<void*>(per_device([](int) -> int64_t {
+    void* p = nullptr;
+    return cudaGetSymbolAddress(&p, g_ntt_stream_state) == cudaSuccess
+               ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(p))
+               : 0;
+  }));
+  if (per_sm < 1 || state == nullptr) return false;
   if (cudaMemsetAsync(state, 0, sizeof(unsigned) * (1 + plan.chunks), stream) != cudaSuccess)
     return false;
   const int64_t items = 2 * static_cast<int64_t>(plan.chunks) * plan.seg;
-  const int64_t blocks = std::min<int64_t>(items, int64_t{per_sm} * sm_count());
+  const int64_t blocks = std::min<int64_t>(items, per_sm * sm_count());
   kernel<<<static_cast<unsigned>(blocks), G::threads, 0, stream>>>(src, dst, t, plan,
                                                                    static_cast<unsigned*>(state));
   return true;
@@ -474,9 +472,8 @@ void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t gr
 // no hint, 43.4 / 46.4 with 2, 40.2 / 45.0 with 3; batch 16: 397 / 396, 400 / 400, 405 / 408.
 int ntt_min_blocks() {
   static const int v = [] {
-    const char* env = std::getenv("JAX_FHE_NTT_MIN_BLOCKS");
-    const int m = env ? std::atoi(env) : 2;
-    return (m == 0 || m == 3) ? m : 2;
+    const int64_t m = tuning_int("JAX_FHE_NTT_MIN_BLOCKS", 2);
+    return (m == 0 || m == 3) ? static_cast<int>(m) : 2;
   }();
   return v;
 }
@@ -504,10 +501,7 @@ void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64
 // the small launches leave the GPU partly idle between phases. JAX_FHE_NTT_CHUNK_BYTES sets a
 // chunk size (for tuning).
 int64_t chunk_polys(int64_t n) {
-  static const int64_t chunk_bytes = [] {
-    const char* env = std::getenv("JAX_FHE_NTT_CHUNK_BYTES");
-    return env ? static_cast<int64_t>(std::atoll(env)) : (int64_t{1} << 40);
-  }();
+  static const int64_t chunk_bytes = tuning_int("JAX_FHE_NTT_CHUNK_BYTES", int64_t{1} << 40);
   int64_t c = std::max<int64_t>(1, chunk_bytes / (n * 4));
   return std::min<int64_t>(c, 65535);
 }
@@ -515,10 +509,7 @@ int64_t chunk_polys(int64_t n) {
 // The one-block transform for N <= 2^12 (default); JAX_FHE_NTT_WHOLE=0 selects the two-phase
 // kernels instead (for comparison and tests).
 bool whole_enabled() {
-  static const bool v = [] {
-    const char* env = std::getenv("JAX_FHE_NTT_WHOLE");
-    return !(env && env[0] == '0');
-  }();
+  static const bool v = tuning_int("JAX_FHE_NTT_WHOLE", 1) != 0;
   return v;
 }
 
@@ -572,10 +563,8 @@ ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
     return ffi::Error::Success();
   }
   const int64_t batch = s.polys / s.limbs;
-  static const int env_max_p = [] {  // JAX_FHE_NTT_MAX_P caps P (for tuning and tests)
-    const char* env = std::getenv("JAX_FHE_NTT_MAX_P");
-    return env ? std::atoi(env) : 4;
-  }();
+  // JAX_FHE_NTT_MAX_P caps P (for tuning and tests)
+  static const int env_max_p = static_cast<int>(tuning_int("JAX_FHE_NTT_MAX_P", 4));
   // the one-block kernel takes the largest P whose tiles fit its shared memory (N = 4096: 2),
   // rather than falling back to the two phases at P = 4 (an H100 trace of the PIR expansion
   // showed every N = 4096 transform running as two phases at P = 4)
@@ -660,11 +649,10 @@ ffi::Error NttForwardLiftCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::S32> x,
                                   ffi::Buffer<ffi::U32> tw, ffi::Buffer<ffi::U32> tw_shoup,
                                   ffi::ResultBuffer<ffi::U32> y, bool lazy) {
   PolyShape s;
-  if (auto e = check_ntt_lift_shapes(x.dimensions(), y->dimensions(), &s); e.failure()) return e;
   int64_t table_rows = 0;
-  if (auto e = check_ntt_args(s, y->dimensions(), y->dimensions(), rows.dimensions(),
-                              moduli.dimensions(), tw.dimensions(), tw_shoup.dimensions(),
-                              &table_rows);
+  if (auto e = check_ntt_lift_args(x.dimensions(), y->dimensions(), rows.dimensions(),
+                                   moduli.dimensions(), tw.dimensions(), tw_shoup.dimensions(), &s,
+                                   &table_rows);
       e.failure())
     return e;
   if (s.polys == 0) return ffi::Error::Success();
