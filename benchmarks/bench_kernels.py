@@ -7,8 +7,9 @@ jitted ``x + 1`` over 1 GiB (read + write counted).
 
 Timing: one jitted executable applies the kernel to K distinct inputs (K * size >= 256 MB on
 the GPU, so the inputs do not sit in L2 between uses, and K >= 8 so the dispatch of the
-executable is amortized); the per-kernel time is the median over trials of elapsed / K, after a
-warm-up. ``dispatch_us`` separately reports one jitted call on a tiny input (host overhead).
+executable is amortized), and each trial runs that executable three times before it
+synchronizes (each dispatch overlaps the device work of the run before); the per-kernel time is
+the median over trials of elapsed / (3 K), after a warm-up. ``dispatch_us`` separately reports one jitted call on a tiny input (host overhead).
 
     python benchmarks/bench_kernels.py [--backend gpu|cpu] [--out results.json] [--quick]
 """
@@ -25,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gpu_trace import trace_kernels
 from jax_fhe import ops, rns
 
 N = 1 << 16
@@ -45,15 +47,29 @@ def _time_calls(fn, inputs, calls: int, trials: int = 5) -> float:
     return statistics.median(per_call)
 
 
-def _time_in_one_executable(op, inputs, trials: int = 7) -> float:
-    """Median time per kernel when one executable runs ``op`` on every input."""
+def _time_in_one_executable(op, inputs, trials: int = 7, repeats: int = 3, trace: str | None = None) -> float:
+    """Median time per kernel when one executable runs ``op`` on every input.
+
+    Each trial dispatches the executable ``repeats`` times before it synchronizes, so the host
+    dispatch of one run overlaps the device work of the one before: only the first dispatch and
+    the final synchronization are exposed, amortized over repeats * len(inputs) kernels.
+    With ``trace`` (a folder), also prints the device time per kernel of one more run, from a
+    profiler trace (no host time in it).
+    """
     f = jax.jit(lambda *xs: [op(x) for x in xs])
     jax.block_until_ready(f(*inputs))
     times = []
     for _ in range(trials):
         t0 = time.perf_counter()
-        jax.block_until_ready(f(*inputs))
-        times.append((time.perf_counter() - t0) / len(inputs))
+        out = None
+        for _ in range(repeats):
+            out = f(*inputs)
+        jax.block_until_ready(out)
+        times.append((time.perf_counter() - t0) / (repeats * len(inputs)))
+    if trace:
+        totals = trace_kernels(f, inputs, trace)
+        for name, (t, c) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:3]:
+            print(f"    trace: {t / c:9.1f} us/launch device time, {c}x {name[:80]}", flush=True)
     return statistics.median(times)
 
 
@@ -84,6 +100,8 @@ def main() -> None:
     ap.add_argument("--width", default="30", choices=["30", "31"], help="NTT prime width in bits")
     ap.add_argument("--limbs", default=None, help="comma-separated NTT limb counts (default 1,12,24,48)")
     ap.add_argument("--batches", default=None, help="comma-separated batch sizes (default 1,4,16 on GPU)")
+    ap.add_argument("--trace", default=None, metavar="DIR",
+                    help="also print each kernel's device time from a profiler trace written here")
     ap.add_argument("--bconv-out", default=None, help="comma-separated BConv output limb counts (default 12,24,48)")
     args = ap.parse_args()
 
@@ -118,7 +136,8 @@ def main() -> None:
             inputs = _inputs(device, primes[:L], B, rng, rot_budget, min_count)
             nbytes = 2 * B * L * N * 4
             for name, f in (("ntt", ops.ntt), ("intt", ops.intt)):
-                t = _time_in_one_executable(lambda x, f=f: f(x, ctx), inputs)
+                t = _time_in_one_executable(lambda x, f=f: f(x, ctx), inputs,
+                                            trace=args.trace and f"{args.trace}/{name}_{L}_{B}")
                 rows.append(dict(kernel=f"{name}{width}", L=L, batch=B, time_us=t * 1e6, bytes=nbytes,
                                  gbps=nbytes / t / 1e9, frac_copy_bw=nbytes / t / bw))
                 print(f"{name}{width} L={L:2d} B={B:2d}: {t * 1e6:9.1f} us  {nbytes / t / 1e9:7.1f} GB/s"
@@ -135,7 +154,8 @@ def main() -> None:
             for B in batches:
                 inputs = _inputs(device, src, B, rng, rot_budget, min_count)
                 nbytes = B * (lin + lout) * N * 4
-                t = _time_in_one_executable(lambda x: ops.bconv(x, table), inputs)
+                t = _time_in_one_executable(lambda x: ops.bconv(x, table), inputs,
+                                            trace=args.trace and f"{args.trace}/bconv{width}_{lout}_{B}")
                 tag = "overflow-free" if table.overflow_free else f"fold/{table.fold_every}"
                 rows.append(dict(kernel=f"bconv{width}", L=lin, L_out=lout, batch=B, time_us=t * 1e6,
                                  bytes=nbytes, gbps=nbytes / t / 1e9, frac_copy_bw=nbytes / t / bw,

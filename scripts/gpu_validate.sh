@@ -6,8 +6,9 @@
 #   2. the PIR stage profile at 16 GiB, batches 32 and 1 (SKIP_PIR=1 skips; PIR_PROFILE_ARGS);
 #   3. the NTT at L = 48 with and without the streamed kernel (SKIP_NTT=1 skips;
 #      NTT_STREAM_SWEEP: 0 = off, 1 = on, or a chunk size in bytes);
-#   4. the CKKS benchmark with the GPU kernels of each key switch (SKIP_CKKS=1 skips).
-# Logs under $OUT. Extra args go to pytest. All four parts take more than one call's 10 minutes
+#   4. BConv 12 -> 48 at batches 4 and 16 with each kernel's traced device time (SKIP_BCONV=1);
+#   5. the CKKS benchmark with the GPU kernels of each key switch (SKIP_CKKS=1 skips).
+# Logs under $OUT. Extra args go to pytest. All five parts take more than one call's 10 minutes
 # (build ~160 s, tests ~230 s, PIR ~110 s, NTT ~45 s, CKKS ~100 s): run it twice, e.g.
 #   SKIP_NTT=1 SKIP_CKKS=1 bash scripts/gpu_validate.sh      # tests + PIR
 #   SKIP_TESTS=1 SKIP_PIR=1 bash scripts/gpu_validate.sh     # NTT + CKKS (warm: quick rebuild)
@@ -29,9 +30,14 @@ if [ "${SKIP_NTT:-0}" != "1" ]; then
   for st in ${NTT_STREAM_SWEEP:-0 1 25165824}; do
     echo "== NTT, JAX_FHE_NTT_STREAM=$st"
     ( [ "$st" != 0 ] && export JAX_FHE_NTT_STREAM=1 && [ "$st" != 1 ] && export JAX_FHE_NTT_STREAM_CHUNK_BYTES=$st
-      timeout 60 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt --limbs 48 \
-        --batches ${NTT_BATCHES:-1,16} 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth" )
+      timeout 90 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt --limbs 48 \
+        --batches ${NTT_BATCHES:-1,16} --trace /tmp/ntt_trace_$st 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth|trace:" )
   done
+fi
+if [ "${SKIP_BCONV:-0}" != "1" ]; then
+  echo "== BConv 12 -> 48"
+  timeout 90 python3 benchmarks/bench_kernels.py --backend gpu --kernels bconv --bconv-out 48 \
+    --batches ${BCONV_BATCHES:-4,16} --trace /tmp/bconv_trace 2>&1 | grep -E "^bconv|copy bandwidth|trace:"
 fi
 if [ "${SKIP_CKKS:-0}" != "1" ]; then
   timeout ${CKKS_TIMEOUT:-150} python3 benchmarks/bench_ckks.py --batch 8 --trace /tmp/ckks_trace --out "$OUT/ckks.json" 2>&1 \

@@ -86,13 +86,7 @@ def mod_matmul(lhs_planes: jax.Array, rhs: jax.Array, primes, limb_axis: int, *,
     if FUSED_DEFAULT if fused is None else fused:
         return _mod_matmul_ffi(lhs_planes, rhs, primes, limb_axis)
     m, c = lhs_planes.shape[-2] // 4, rhs.shape[-1]
-    # the rhs planes as the bytes of one word: byte b of (x + 0x80808080) ^ 0x80808080 is the
-    # balanced digit b of x (db_gemm.byte_planes) read as int8, so a bitcast gives
-    # int8[*b, K, C, 4] (column c, plane b at 4 c + b) with no stack or concatenation, and the
-    # transpose that produces ``rhs`` fuses with it (the GPU trace showed the stacked planes as a
-    # separate 4.7 ms concatenation at the 16 GiB hybrid's batch 32)
-    words = (rhs.astype(_U32) + _U32(0x80808080)) ^ _U32(0x80808080)
-    rp = lax.bitcast_convert_type(words, jnp.int8)                  # [*b, K, C, 4]
+    rp = jnp.moveaxis(byte_planes(rhs), 0, -2)                      # [*b, K, 4, C]
     rp = rp.reshape(rp.shape[:-2] + (4 * c,))
     if k % 4:  # zero padding keeps K a multiple of 4 (see db_gemm: XLA GPU int8 dots, small K)
         pad = [(0, 0)] * nb
@@ -101,7 +95,7 @@ def mod_matmul(lhs_planes: jax.Array, rhs: jax.Array, primes, limb_axis: int, *,
     batch = tuple(range(nb))
     prod = lax.dot_general(lhs_planes, rp, (((nb + 1,), (nb,)), (batch, batch)),
                            preferred_element_type=jnp.int32)       # [*b, 4M, 4C]
-    prod = prod.reshape(prod.shape[:-2] + (4, m, c, 4))             # [.., plane a, m, c, plane b]
+    prod = prod.reshape(prod.shape[:-2] + (4, m, 4, c))
 
     def const(vals):  # per-limb constants shaped to broadcast against [*b, M, C]
         shape = [1] * (nb + 2)
@@ -113,7 +107,7 @@ def mod_matmul(lhs_planes: jax.Array, rhs: jax.Array, primes, limb_axis: int, *,
     for s in range(7):
         acc = None
         for a in range(max(0, s - 3), min(3, s) + 1):
-            t = prod[..., a, :, :, s - a]
+            t = prod[..., a, :, s - a, :]
             acc = t if acc is None else acc + t
         u = lax.bitcast_convert_type(acc, _U32)
         u = jnp.where(acc < 0, u + q, u)                                # residue in [0, q)
