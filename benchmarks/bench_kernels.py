@@ -1,8 +1,8 @@
-"""Kernel benchmarks: NTT, INTT and BConv at N = 2^16, as time and as a fraction of the
-device's measured copy bandwidth.
+"""Kernel benchmarks: NTT, INTT, the lifted forward NTT and BConv at N = 2^16 (``--log-n``), as
+time and as a fraction of the device's measured copy bandwidth.
 
 Bytes counted: each input read once and each output written once (NTT: 2 * B * L * N * 4;
-BConv: B * (Lin + Lout) * N * 4). The copy bandwidth is measured on the same device with a
+lifted NTT, int32[B, N] -> uint32[B, L, N]: B * (1 + L) * N * 4; BConv: B * (Lin + Lout) * N * 4). The copy bandwidth is measured on the same device with a
 jitted ``x + 1`` over 1 GiB (read + write counted).
 
 Timing: one jitted executable applies the kernel to K distinct inputs (K * size >= 256 MB on
@@ -29,7 +29,6 @@ import numpy as np
 from gpu_trace import trace_kernels
 from jax_fhe import ops, rns
 
-N = 1 << 16
 
 
 def _time_calls(fn, inputs, calls: int, trials: int = 5) -> float:
@@ -80,15 +79,20 @@ def copy_bandwidth(device, nbytes: int) -> float:
     return 2 * nbytes / t
 
 
-def _inputs(device, primes, batch, rng, budget_bytes, min_count):
-    shape = (batch, len(primes), N)
-    one = batch * len(primes) * N * 4
+def _inputs(device, primes, batch, rng, budget_bytes, min_count, n, lift_bits=None):
+    """K distinct inputs uint32[batch, L, n] of residues (or, with ``lift_bits``, int32[batch, n]
+    of values in [-2^lift_bits, 2^lift_bits))."""
+    shape = (batch, n) if lift_bits else (batch, len(primes), n)
+    one = int(np.prod(shape)) * 4
     k = int(max(min_count, min(64, -(-budget_bytes // max(one, 1)))))
-    q = np.array(primes, dtype=np.uint64)[:, None]
-    base = (rng.integers(0, 2**63, shape, dtype=np.uint64) % q).astype(np.uint32)
+    if lift_bits:
+        base = rng.integers(-(1 << lift_bits), 1 << lift_bits, shape, dtype=np.int64).astype(np.int32)
+    else:
+        q = np.array(primes, dtype=np.uint64)[:, None]
+        base = (rng.integers(0, 2**63, shape, dtype=np.uint64) % q).astype(np.uint32)
     put = lambda a: jax.device_put(jnp.asarray(a), device)  # noqa: E731
     # distinct inputs: one random base, each copy with its own random shift of the coefficients
-    return [put(np.roll(base, int(rng.integers(0, N)), axis=-1)) for _ in range(k)]
+    return [put(np.roll(base, int(rng.integers(0, n)), axis=-1)) for _ in range(k)]
 
 
 def main() -> None:
@@ -96,7 +100,9 @@ def main() -> None:
     ap.add_argument("--backend", default=None, help="gpu or cpu (default: JAX's default backend)")
     ap.add_argument("--out", default=None, help="write results as JSON here")
     ap.add_argument("--quick", action="store_true", help="fewer configurations (CPU smoke run)")
-    ap.add_argument("--kernels", default="ntt,bconv", help="comma-separated subset of ntt,bconv")
+    ap.add_argument("--kernels", default="ntt,bconv", help="comma-separated subset of ntt,lift,bconv "
+                    "(lift: ops.ntt_lift of int32 digits in [-2^17, 2^17), PIR's gadget digits)")
+    ap.add_argument("--log-n", type=int, default=16, help="ring degree N = 2^log_n (default 16)")
     ap.add_argument("--width", default="30", choices=["30", "31"], help="NTT prime width in bits")
     ap.add_argument("--limbs", default=None, help="comma-separated NTT limb counts (default 1,12,24,48)")
     ap.add_argument("--batches", default=None, help="comma-separated batch sizes (default 1,4,16 on GPU)")
@@ -122,6 +128,7 @@ def main() -> None:
     # 30-bit primes (< 2^30: the kernels' lazy mode) as CKKS ciphertext primes, and 31-bit
     # primes (the canonical mode) as key-switching primes
     width = int(args.width)
+    N = 1 << args.log_n
     primes = rns.ntt_primes(width, max(limbs), N)
     ctx = jax.device_put(rns.make_context(primes, N), device)
     small = [jax.device_put(jnp.zeros((1, N), jnp.uint32), device)]
@@ -133,15 +140,25 @@ def main() -> None:
           "(read + write)", flush=True)
     for L in (limbs if "ntt" in args.kernels else []):
         for B in batches:
-            inputs = _inputs(device, primes[:L], B, rng, rot_budget, min_count)
+            inputs = _inputs(device, primes[:L], B, rng, rot_budget, min_count, N)
             nbytes = 2 * B * L * N * 4
             for name, f in (("ntt", ops.ntt), ("intt", ops.intt)):
                 t = _time_in_one_executable(lambda x, f=f: f(x, ctx), inputs,
                                             trace=args.trace and f"{args.trace}/{name}_{L}_{B}")
-                rows.append(dict(kernel=f"{name}{width}", L=L, batch=B, time_us=t * 1e6, bytes=nbytes,
+                rows.append(dict(kernel=f"{name}{width}", L=L, batch=B, n=N, time_us=t * 1e6, bytes=nbytes,
                                  gbps=nbytes / t / 1e9, frac_copy_bw=nbytes / t / bw))
-                print(f"{name}{width} L={L:2d} B={B:2d}: {t * 1e6:9.1f} us  {nbytes / t / 1e9:7.1f} GB/s"
-                      f"  {100 * nbytes / t / bw:5.1f}% of copy", flush=True)
+                print(f"{name}{width} N=2^{args.log_n} L={L:2d} B={B:2d}: {t * 1e6:9.1f} us  "
+                      f"{nbytes / t / 1e9:7.1f} GB/s  {100 * nbytes / t / bw:5.1f}% of copy", flush=True)
+    for L in (limbs if "lift" in args.kernels and width == 30 else []):
+        for B in batches:
+            inputs = _inputs(device, primes[:L], B, rng, rot_budget, min_count, N, lift_bits=17)
+            nbytes = B * (1 + L) * N * 4
+            t = _time_in_one_executable(lambda x: ops.ntt_lift(x, ctx, limbs=L), inputs,
+                                        trace=args.trace and f"{args.trace}/lift_{L}_{B}")
+            rows.append(dict(kernel=f"lift{width}", L=L, batch=B, n=N, time_us=t * 1e6, bytes=nbytes,
+                             gbps=nbytes / t / 1e9, frac_copy_bw=nbytes / t / bw))
+            print(f"lift{width} N=2^{args.log_n} L={L:2d} B={B:2d}: {t * 1e6:9.1f} us  "
+                  f"{nbytes / t / 1e9:7.1f} GB/s  {100 * nbytes / t / bw:5.1f}% of copy", flush=True)
 
     bconv_cases = [(12, 12), (12, 24), (12, 48)] if not args.quick else [(12, 12)]
     if args.bconv_out:
@@ -152,12 +169,12 @@ def main() -> None:
             dst = rns.ntt_primes(width, lout, N, exclude=src)
             table = jax.device_put(rns.make_bconv_table(src, dst), device)
             for B in batches:
-                inputs = _inputs(device, src, B, rng, rot_budget, min_count)
+                inputs = _inputs(device, src, B, rng, rot_budget, min_count, N)
                 nbytes = B * (lin + lout) * N * 4
                 t = _time_in_one_executable(lambda x: ops.bconv(x, table), inputs,
                                             trace=args.trace and f"{args.trace}/bconv{width}_{lout}_{B}")
                 tag = "overflow-free" if table.overflow_free else f"fold/{table.fold_every}"
-                rows.append(dict(kernel=f"bconv{width}", L=lin, L_out=lout, batch=B, time_us=t * 1e6,
+                rows.append(dict(kernel=f"bconv{width}", L=lin, L_out=lout, batch=B, n=N, time_us=t * 1e6,
                                  bytes=nbytes, gbps=nbytes / t / 1e9, frac_copy_bw=nbytes / t / bw,
                                  table=tag))
                 print(f"bconv {width}-bit {lin}->{lout} B={B:2d} ({tag}): {t * 1e6:9.1f} us  "
@@ -169,14 +186,14 @@ def main() -> None:
     except OSError:
         commit = ""
     result = dict(device=device.device_kind, platform=device.platform, jax=jax.__version__,
-                  date=time.strftime("%Y-%m-%d"), commit=commit, n=N, copy_bw_gbps=bw / 1e9,
+                  date=time.strftime("%Y-%m-%d"), commit=commit, copy_bw_gbps=bw / 1e9,
                   dispatch_us=dispatch * 1e6, rows=rows)
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(result, fh, indent=1)
-    print(f"\n{'kernel':8s} {'L':>3s} {'Lout':>4s} {'B':>3s} {'us':>9s} {'GB/s':>7s} {'%copy':>6s}")
+    print(f"\n{'kernel':8s} {'N':>6s} {'L':>3s} {'Lout':>4s} {'B':>5s} {'us':>9s} {'GB/s':>7s} {'%copy':>6s}")
     for r in rows:
-        print(f"{r['kernel']:8s} {r['L']:3d} {r.get('L_out', r['L']):4d} {r['batch']:3d} "
+        print(f"{r['kernel']:8s} {r['n']:6d} {r['L']:3d} {r.get('L_out', r['L']):4d} {r['batch']:5d} "
               f"{r['time_us']:9.1f} {r['gbps']:7.1f} {100 * r['frac_copy_bw']:6.1f}")
 
 

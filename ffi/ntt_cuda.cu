@@ -523,7 +523,11 @@ void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
   // chunks of (limb window x batch window), limb-major, each about chunk_polys() polynomials;
   // the batch window is a multiple of P
   const int64_t budget = chunk_polys(s.n);
-  const int64_t limb_step = std::max<int64_t>(1, std::min<int64_t>(s.limbs, budget / batch));
+  // LIFT: every limb in each launch, so that the blocks of one input entry (one per limb, next
+  // to each other in the grid) read it from HBM once and then from L2; limb-major windows would
+  // read the whole input once per limb
+  const int64_t limb_step =
+      LIFT ? s.limbs : std::max<int64_t>(1, std::min<int64_t>(s.limbs, budget / batch));
   int64_t batch_step = std::min<int64_t>(batch, budget / limb_step);
   batch_step = std::max<int64_t>(P, batch_step / P * P);
   for (int64_t l0 = 0; l0 < s.limbs; l0 += limb_step) {

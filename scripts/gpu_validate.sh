@@ -6,6 +6,7 @@
 #   2. the PIR stage profile at 16 GiB, batches 32 and 1 (SKIP_PIR=1 skips; PIR_PROFILE_ARGS);
 #   3. the NTT at L = 48 with and without the streamed kernel (SKIP_NTT=1 skips;
 #      NTT_STREAM_SWEEP: 0 = off, 1 = on, or a chunk size in bytes);
+#   3b. NTT, INTT and the lifted NTT at N = 4096, L = 3 (PIR's ring; SKIP_PIR_NTT=1 skips);
 #   4. BConv 12 -> 48 at batches 4 and 16 with each kernel's traced device time (SKIP_BCONV=1);
 #   5. the CKKS benchmark with the GPU kernels of each key switch (SKIP_CKKS=1 skips).
 # Logs under $OUT. Extra args go to pytest. All five parts take more than one call's 10 minutes
@@ -33,6 +34,11 @@ if [ "${SKIP_NTT:-0}" != "1" ]; then
       timeout 90 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt --limbs 48 \
         --batches ${NTT_BATCHES:-1,16} --trace /tmp/ntt_trace_$st 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth|trace:" )
   done
+fi
+if [ "${SKIP_PIR_NTT:-0}" != "1" ]; then
+  echo "== N = 4096, L = 3 (the PIR ring): NTT, INTT and the lifted NTT of gadget digits"
+  timeout 120 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt,lift --log-n 12 --limbs 3 \
+    --batches ${PIR_NTT_BATCHES:-1024,20480} --trace /tmp/pir_ntt_trace 2>&1 | grep -E "^(ntt|intt|lift)30 +[0-9]|copy bandwidth|trace:"
 fi
 if [ "${SKIP_BCONV:-0}" != "1" ]; then
   echo "== BConv 12 -> 48"
