@@ -46,14 +46,15 @@ def _time_calls(fn, inputs, calls: int, trials: int = 5) -> float:
     return statistics.median(per_call)
 
 
-def _time_in_one_executable(op, inputs, trials: int = 7, repeats: int = 3, trace: str | None = None) -> float:
-    """Median time per kernel when one executable runs ``op`` on every input.
+def _time_in_one_executable(op, inputs, trials: int = 7, repeats: int = 3, trace: str | None = None):
+    """(median wall time per kernel, device time per kernel or None) when one executable runs
+    ``op`` on every input.
 
     Each trial dispatches the executable ``repeats`` times before it synchronizes, so the host
     dispatch of one run overlaps the device work of the one before: only the first dispatch and
     the final synchronization are exposed, amortized over repeats * len(inputs) kernels.
-    With ``trace`` (a folder), also prints the device time per kernel of one more run, from a
-    profiler trace (no host time in it).
+    With ``trace`` (a folder), one more run is traced: the device time is the sum of its GPU
+    kernels' durations over len(inputs) (no host time in it), and the top kernels are printed.
     """
     f = jax.jit(lambda *xs: [op(x) for x in xs])
     jax.block_until_ready(f(*inputs))
@@ -65,11 +66,26 @@ def _time_in_one_executable(op, inputs, trials: int = 7, repeats: int = 3, trace
             out = f(*inputs)
         jax.block_until_ready(out)
         times.append((time.perf_counter() - t0) / (repeats * len(inputs)))
+    device = None
     if trace:
         totals = trace_kernels(f, inputs, trace)
         for name, (t, c) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:3]:
             print(f"    trace: {t / c:9.1f} us/launch device time, {c}x {name[:80]}", flush=True)
-    return statistics.median(times)
+        if totals:
+            device = sum(t for t, _ in totals.values()) * 1e-6 / len(inputs)
+    return statistics.median(times), device
+
+
+def _measure(label, op, inputs, nbytes, bw, trace, **fields):
+    """Time ``op`` (see _time_in_one_executable), print one line and return its result row."""
+    t, dev = _time_in_one_executable(op, inputs, trace=trace)
+    row = dict(**fields, time_us=t * 1e6, bytes=nbytes, gbps=nbytes / t / 1e9, frac_copy_bw=nbytes / t / bw)
+    line = f"{label}: {t * 1e6:9.1f} us  {nbytes / t / 1e9:7.1f} GB/s  {100 * nbytes / t / bw:5.1f}% of copy"
+    if dev:
+        row.update(device_us=dev * 1e6, frac_copy_bw_device=nbytes / dev / bw)
+        line += f"  (device {dev * 1e6:.1f} us, {100 * nbytes / dev / bw:.1f}%)"
+    print(line, flush=True)
+    return row
 
 
 def copy_bandwidth(device, nbytes: int) -> float:
@@ -143,22 +159,17 @@ def main() -> None:
             inputs = _inputs(device, primes[:L], B, rng, rot_budget, min_count, N)
             nbytes = 2 * B * L * N * 4
             for name, f in (("ntt", ops.ntt), ("intt", ops.intt)):
-                t = _time_in_one_executable(lambda x, f=f: f(x, ctx), inputs,
-                                            trace=args.trace and f"{args.trace}/{name}_{L}_{B}")
-                rows.append(dict(kernel=f"{name}{width}", L=L, batch=B, n=N, time_us=t * 1e6, bytes=nbytes,
-                                 gbps=nbytes / t / 1e9, frac_copy_bw=nbytes / t / bw))
-                print(f"{name}{width} N=2^{args.log_n} L={L:2d} B={B:2d}: {t * 1e6:9.1f} us  "
-                      f"{nbytes / t / 1e9:7.1f} GB/s  {100 * nbytes / t / bw:5.1f}% of copy", flush=True)
+                rows.append(_measure(f"{name}{width} N=2^{args.log_n} L={L:2d} B={B:2d}",
+                                     lambda x, f=f: f(x, ctx), inputs, nbytes, bw,
+                                     args.trace and f"{args.trace}/{name}_{L}_{B}",
+                                     kernel=f"{name}{width}", L=L, batch=B, n=N))
     for L in (limbs if "lift" in args.kernels and width == 30 else []):
         for B in batches:
             inputs = _inputs(device, primes[:L], B, rng, rot_budget, min_count, N, lift_bits=17)
-            nbytes = B * (1 + L) * N * 4
-            t = _time_in_one_executable(lambda x: ops.ntt_lift(x, ctx, limbs=L), inputs,
-                                        trace=args.trace and f"{args.trace}/lift_{L}_{B}")
-            rows.append(dict(kernel=f"lift{width}", L=L, batch=B, n=N, time_us=t * 1e6, bytes=nbytes,
-                             gbps=nbytes / t / 1e9, frac_copy_bw=nbytes / t / bw))
-            print(f"lift{width} N=2^{args.log_n} L={L:2d} B={B:2d}: {t * 1e6:9.1f} us  "
-                  f"{nbytes / t / 1e9:7.1f} GB/s  {100 * nbytes / t / bw:5.1f}% of copy", flush=True)
+            rows.append(_measure(f"lift{width} N=2^{args.log_n} L={L:2d} B={B:2d}",
+                                 lambda x, L=L: ops.ntt_lift(x, ctx, limbs=L), inputs,
+                                 B * (1 + L) * N * 4, bw, args.trace and f"{args.trace}/lift_{L}_{B}",
+                                 kernel=f"lift{width}", L=L, batch=B, n=N))
 
     bconv_cases = [(12, 12), (12, 24), (12, 48)] if not args.quick else [(12, 12)]
     if args.bconv_out:
@@ -170,15 +181,11 @@ def main() -> None:
             table = jax.device_put(rns.make_bconv_table(src, dst), device)
             for B in batches:
                 inputs = _inputs(device, src, B, rng, rot_budget, min_count, N)
-                nbytes = B * (lin + lout) * N * 4
-                t = _time_in_one_executable(lambda x: ops.bconv(x, table), inputs,
-                                            trace=args.trace and f"{args.trace}/bconv{width}_{lout}_{B}")
                 tag = "overflow-free" if table.overflow_free else f"fold/{table.fold_every}"
-                rows.append(dict(kernel=f"bconv{width}", L=lin, L_out=lout, batch=B, n=N, time_us=t * 1e6,
-                                 bytes=nbytes, gbps=nbytes / t / 1e9, frac_copy_bw=nbytes / t / bw,
-                                 table=tag))
-                print(f"bconv {width}-bit {lin}->{lout} B={B:2d} ({tag}): {t * 1e6:9.1f} us  "
-                      f"{nbytes / t / 1e9:7.1f} GB/s  {100 * nbytes / t / bw:5.1f}% of copy", flush=True)
+                rows.append(_measure(f"bconv {width}-bit {lin}->{lout} B={B:2d} ({tag})",
+                                     lambda x: ops.bconv(x, table), inputs, B * (lin + lout) * N * 4, bw,
+                                     args.trace and f"{args.trace}/bconv{width}_{lout}_{B}",
+                                     kernel=f"bconv{width}", L=lin, L_out=lout, batch=B, n=N, table=tag))
 
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -191,10 +198,12 @@ def main() -> None:
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(result, fh, indent=1)
-    print(f"\n{'kernel':8s} {'N':>6s} {'L':>3s} {'Lout':>4s} {'B':>5s} {'us':>9s} {'GB/s':>7s} {'%copy':>6s}")
+    print(f"\n{'kernel':8s} {'N':>6s} {'L':>3s} {'Lout':>4s} {'B':>5s} {'us':>9s} {'GB/s':>7s} {'%copy':>6s}"
+          f" {'dev us':>9s} {'%copy':>6s}")
     for r in rows:
+        dev = (f" {r['device_us']:9.1f} {100 * r['frac_copy_bw_device']:6.1f}" if "device_us" in r else "")
         print(f"{r['kernel']:8s} {r['n']:6d} {r['L']:3d} {r.get('L_out', r['L']):4d} {r['batch']:5d} "
-              f"{r['time_us']:9.1f} {r['gbps']:7.1f} {100 * r['frac_copy_bw']:6.1f}")
+              f"{r['time_us']:9.1f} {r['gbps']:7.1f} {100 * r['frac_copy_bw']:6.1f}{dev}")
 
 
 if __name__ == "__main__":
