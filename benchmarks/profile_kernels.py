@@ -25,20 +25,17 @@ if args.op == "lift":  # gadget digits in [-2^17, 2^17) lifted to every limb ins
     ctx = rns.make_context(rns.ntt_primes(30, args.limbs, N), N)
     f = jax.jit(lambda x: ops.ntt_lift(x, ctx))
     x = jnp.asarray(rng.integers(-(1 << 17), 1 << 17, (args.batch, N), dtype=np.int64).astype(np.int32))
-    jax.block_until_ready(f(x))
-    print("done", args.op)
-    raise SystemExit
-if args.op in ("ntt", "intt"):
-    primes = rns.ntt_primes(30, args.limbs, N)
-    ctx = rns.make_context(primes, N)
-    f = jax.jit(lambda x: (ops.ntt if args.op == "ntt" else ops.intt)(x, ctx))
-    src = primes
 else:
-    width = int(args.op[-2:])
-    src = rns.ntt_primes(width, 12, N)
-    table = rns.make_bconv_table(src, rns.ntt_primes(width, args.limbs, N, exclude=src))
-    f = jax.jit(lambda x: ops.bconv(x, table))
-q = np.array(src, dtype=np.uint64)[:, None]
-x = jnp.asarray((rng.integers(0, 2**62, (args.batch, len(src), N), dtype=np.uint64) % q).astype(np.uint32))
+    if args.op in ("ntt", "intt"):
+        src = rns.ntt_primes(30, args.limbs, N)
+        ctx = rns.make_context(src, N)
+        f = jax.jit(lambda x: (ops.ntt if args.op == "ntt" else ops.intt)(x, ctx))
+    else:
+        width = int(args.op[-2:])
+        src = rns.ntt_primes(width, 12, N)
+        table = rns.make_bconv_table(src, rns.ntt_primes(width, args.limbs, N, exclude=src))
+        f = jax.jit(lambda x: ops.bconv(x, table))
+    q = np.array(src, dtype=np.uint64)[:, None]
+    x = jnp.asarray((rng.integers(0, 2**62, (args.batch, len(src), N), dtype=np.uint64) % q).astype(np.uint32))
 jax.block_until_ready(f(x))
 print("done", args.op)

@@ -519,7 +519,7 @@ bool whole_enabled() {
 }
 
 // LIFT: the lifted forward transform through the one-block kernel only (the caller checks that
-// it applies: lazy, N <= 2^kMaxWholeLog, P <= whole_max_p(log_n, false)).
+// it applies: lazy, N <= 2^kMaxWholeLog, P = 1).
 template <int P, bool INVERSE, bool LAZY, bool LIFT = false>
 void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                Tables t) {
@@ -528,11 +528,7 @@ void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
   // chunks of (limb window x batch window), limb-major, each about chunk_polys() polynomials;
   // the batch window is a multiple of P
   const int64_t budget = chunk_polys(s.n);
-  // LIFT: every limb in each launch, so that the blocks of one input entry (one per limb, next
-  // to each other in the grid) read it from HBM once and then from L2; limb-major windows would
-  // read the whole input once per limb
-  const int64_t limb_step =
-      LIFT ? s.limbs : std::max<int64_t>(1, std::min<int64_t>(s.limbs, budget / batch));
+  const int64_t limb_step = std::max<int64_t>(1, std::min<int64_t>(s.limbs, budget / batch));
   int64_t batch_step = std::min<int64_t>(batch, budget / limb_step);
   batch_step = std::max<int64_t>(P, batch_step / P * P);
   for (int64_t l0 = 0; l0 < s.limbs; l0 += limb_step) {
@@ -669,16 +665,9 @@ ffi::Error NttForwardLiftCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::S32> x,
            nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0, 0};
   const int32_t* xi = x.typed_data();
   uint32_t* dst = y->typed_data();
-  const int64_t batch = s.polys / s.limbs;
   if (lazy && s.log_n <= kMaxWholeLog && whole_enabled()) {
-    const uint32_t* src = reinterpret_cast<const uint32_t*>(xi);
-    const int pmax = whole_max_p(s.log_n, false);
-    if (pmax >= 4 && batch % 4 == 0)
-      run_ntt_p<4, false, true, true>(stream, s, src, dst, t);
-    else if (pmax >= 2 && batch % 2 == 0)
-      run_ntt_p<2, false, true, true>(stream, s, src, dst, t);
-    else
-      run_ntt_p<1, false, true, true>(stream, s, src, dst, t);
+    // one polynomial per block, as whole_max_p gives every forward transform
+    run_ntt_p<1, false, true, true>(stream, s, reinterpret_cast<const uint32_t*>(xi), dst, t);
   } else {
     const int64_t total = s.polys * s.n;
     const int64_t blocks = std::min<int64_t>((total + 255) / 256, int64_t{sm_count()} * 16);
