@@ -30,6 +30,8 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_automorphism_ntt"] = capsule(jax_fhe::AutomorphismNttCpu);
     d["jax_fhe_automorphism_coeff"] = capsule(jax_fhe::AutomorphismCoeffCpu);
     d["jax_fhe_mod_matmul_planes"] = capsule(jax_fhe::ModMatmulPlanesCpu);
+    d["jax_fhe_key_inner_product"] = capsule(jax_fhe::KeyProductCpu);
+    d["jax_fhe_key_inner_product_mod_down"] = capsule(jax_fhe::KeyProductModDownCpu);
     return d;
   });
   m.def("cuda_targets", []() {
@@ -43,6 +45,8 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_automorphism_ntt"] = capsule(jax_fhe::AutomorphismNttCuda);
     d["jax_fhe_automorphism_coeff"] = capsule(jax_fhe::AutomorphismCoeffCuda);
     d["jax_fhe_mod_matmul_planes"] = capsule(jax_fhe::ModMatmulPlanesCuda);
+    d["jax_fhe_key_inner_product"] = capsule(jax_fhe::KeyProductCuda);
+    d["jax_fhe_key_inner_product_mod_down"] = capsule(jax_fhe::KeyProductModDownCuda);
 #endif
     return d;
   });

@@ -81,12 +81,13 @@ def rotate_hoisted(ct: Ciphertext, steps: Sequence[int], ctx: CKKSContext, evk: 
     if not keys:
         return [ct for _ in norm]
     tables = ctx.keyswitch_tables(ct.level)
-    ext = hybrid.mod_up(ct.data[..., 1, :, :], ctx.ring, tables)
+    a = ct.data[..., 1, :, :]
+    convs = hybrid.mod_up_convs(a, ctx.ring, tables)
     out = []
     for s in norm:
         if s == 0:
             out.append(ct)
             continue
-        u = hybrid.mod_down(hybrid.key_inner_product(ext, keys[s], ctx.ring, tables), ctx.ring, tables)
+        u = hybrid.key_switch_convs(a, convs, keys[s], ctx.ring, tables)
         out.append(_finish(ct, u, ops.galois_element(s, ctx.params.n), ctx))
     return out

@@ -32,6 +32,7 @@ Everything works under ``jax.jit`` and ``jax.vmap``; tables and keys are argumen
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Sequence
@@ -285,23 +286,6 @@ def key_inner_product(ext, key: KeySwitchKey, ring: RNSContext, tables: HybridTa
     return acc
 
 
-def _inner_product_rows(parts, key: KeySwitchKey, ring: RNSContext, tables: HybridTables,
-                        group: tuple) -> jax.Array:
-    """Rows ``group`` (global rows, a subset of the extended basis) of the key inner product,
-    read straight from the unassembled ModUp ``parts`` (:func:`_mod_up_digits`):
-    uint32[..., 2, len(group), N]. Same products and sums, in the same order, as
-    :func:`key_inner_product` on those rows."""
-    acc = None
-    for (d, drows), (xd, conv), conv_tables in zip(tables.digits, parts, tables.mod_up):
-        if set(group) <= set(drows):
-            u = _take_limbs(xd, [drows.index(r) for r in group])
-        else:
-            u = _take_limbs(conv, [conv_tables.dst_rows.index(r) for r in group])
-        t = _mul_key(u, _take_limbs(key.data[d], group), ring, group)
-        acc = t if acc is None else ops.add_mod(acc, t, ring, group)
-    return acc
-
-
 def _mod_down_parts(yq, yp, ring: RNSContext, tables: HybridTables) -> jax.Array:
     """:func:`mod_down` of y given as its basis rows yq: uint32[..., L, N] and its special rows
     yp: uint32[..., alpha_p, N]."""
@@ -318,22 +302,70 @@ def mod_down(y, ring: RNSContext, tables: HybridTables) -> jax.Array:
     return _mod_down_parts(y[..., :nl, :], y[..., nl:, :], ring, tables)
 
 
+def mod_up_convs(x, ring: RNSContext, tables: HybridTables) -> list:
+    """The part of ModUp that is computed: for every digit, its limbs of x converted to the
+    other rows of the extended basis, ``uint32[..., L + alpha_p - |digit|, N]`` in the order of
+    ``tables.mod_up[i].dst_rows`` (NTT domain). With x itself (the digits' own limbs) this is
+    the whole of :func:`mod_up`, unassembled; :func:`key_switch_convs` takes it. Compute it
+    once to switch one x under several keys (hoisted rotations)."""
+    return [conv for _, conv in _mod_up_digits(x, ring, tables)]
+
+
+@functools.lru_cache(maxsize=256)
+def _product_plan(primes: tuple, tables_rows: tuple, digits: tuple, conv_rows: tuple,
+                  key_rows: int, out_rows: tuple):
+    """Static plan of :func:`jax_fhe.ops.digit_key_product` for output rows ``out_rows``:
+    (source int32[D, R], key_poly int32[D, R], moduli int64[R]); part 1 of the key is
+    ``key_rows`` polynomials after part 0 (KeySwitchKey.data is [dnum, 2, T, N])."""
+    lx = len(tables_rows)
+    source = np.zeros((len(digits), len(out_rows)), np.int32)
+    key_poly = np.zeros_like(source)
+    for i, ((d, drows), dst) in enumerate(zip(digits, conv_rows)):
+        for j, r in enumerate(out_rows):
+            source[i, j] = tables_rows.index(r) if r in drows else lx + dst.index(r)
+            key_poly[i, j] = 2 * d * key_rows + r
+    moduli = np.asarray([primes[r] for r in out_rows], np.int64)
+    return source, key_poly, moduli
+
+
+def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
+                     tables: HybridTables) -> jax.Array:
+    """:func:`key_switch` of x given its ModUp conversions ``convs`` (:func:`mod_up_convs`).
+
+    Two launches of the fused key inner product (:func:`jax_fhe.ops.digit_key_product`),
+    which reads every digit's limbs where ModUp left them (x, convs) and each key polynomial
+    once for the whole batch: first the special rows, which ModDown converts to the basis
+    (INTT, centered BConv, NTT); then the basis rows, whose store subtracts that conversion
+    and multiplies by P^-1. The extended digits and the basis rows of the inner product are
+    never written.
+    """
+    _check_key(key, ring, tables, "key_switch")
+    _check_basis(x, tables, "key_switch")
+    if len(convs) != len(tables.digits):
+        raise ValueError(f"key_switch: expected {len(tables.digits)} ModUp conversions, got {len(convs)}")
+    t = key.data.shape[-2]
+    static = (ring.primes, tables.rows, tables.digits, tuple(c.dst_rows for c in tables.mod_up), t)
+    flat_key = key.data.reshape((-1, key.data.shape[-1]))
+
+    def product(out_rows, **epilogue):
+        source, key_poly, moduli = _product_plan(*static, tuple(out_rows))
+        return ops.digit_key_product(x, convs, flat_key, source=source, key_poly=key_poly,
+                                     key_part=t, moduli=moduli, **epilogue)
+
+    yp = product(tables.special_rows)                                   # [..., 2, alpha_p, N]
+    conv = ops.ntt(exact_conv(ops.intt(yp, ring, tables.special_rows), tables.mod_down, ring),
+                   ring, tables.rows)                                   # [..., 2, L, N]
+    big_p = math.prod(int(ring.primes[r]) for r in tables.special_rows)
+    scale = [pow(big_p, -1, int(ring.primes[r])) for r in tables.rows]
+    return product(tables.rows, sub=conv, scale=scale)
+
+
 def key_switch(x, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> jax.Array:
     """(c0, c1) = uint32[..., 2, L, N] with c0 + c1 s = x s' + (small), for x: uint32[..., L, N]
     and ``key`` switching from s' to s.
 
     Equal, bit for bit, to ``mod_down(key_inner_product(mod_up(x)))``, but the extended digits
-    uint32[..., beta, L+a, N] are never assembled: the inner product reads each digit's own
-    limbs and its converted limbs where the NTT left them, one row group (a digit's rows, then
-    the special rows) at a time, so XLA fuses the products into their consumers (the special
-    rows into the ModDown INTT's input, the basis rows into the final subtract-and-scale)
-    instead of writing beta (L+a) N words of concatenated digits.
+    uint32[..., beta, L+a, N] are never assembled (:func:`key_switch_convs`).
     """
     _check_key(key, ring, tables, "key_switch")
-    parts = _mod_up_digits(x, ring, tables)
-    groups = [drows for _, drows in tables.digits]
-    yq = jnp.concatenate([_inner_product_rows(parts, key, ring, tables, g) for g in groups], axis=-2)
-    order = tuple(r for g in groups for r in g)
-    yq = _take_limbs(yq, [order.index(r) for r in tables.rows])
-    yp = _inner_product_rows(parts, key, ring, tables, tables.special_rows)
-    return _mod_down_parts(yq, yp, ring, tables)
+    return key_switch_convs(x, mod_up_convs(x, ring, tables), key, ring, tables)

@@ -1,0 +1,209 @@
+// Argument checks and the launch plan shared by the CPU and CUDA key inner-product handlers.
+//
+// The key inner product of hybrid key switching (jax_fhe.rlwe.hybrid.key_switch), for output
+// rows j = 0..R-1, both key parts c = 0, 1 and every batch entry b:
+//
+//   y[b, c, j] = sum_i src_i(b, j) * key[key_poly[i, j] + c * key_part]  mod p_j
+//
+// where digit slot i = 0..D-1 reads its extended limb for row j either from the ciphertext
+// component x (the digit's own limbs) or from its ModUp conversion conv_i:
+//
+//   src_i(b, j) = x[b, source[i, j]]               if source[i, j] < Lx
+//               = conv_i[b, source[i, j] - Lx]      otherwise.
+//
+// So no extended digit is ever assembled, and every key polynomial is read once per launch,
+// for all batch entries. The ModDown variant (jax_fhe_key_inner_product_mod_down) fuses the
+// last step of ModDown into the store:
+//
+//   out[b, c, j] = (y[b, c, j] - sub[b, c, j]) * scale_j  mod p_j
+//
+// Operands (uint32, NTT domain, canonical residues):
+//   x      [B..., Lx, N]            conv_i  [B..., Lc_i, N]
+//          (each data operand has the output's batch entries, or a single one that serves all:
+//          jax.vmap with vmap_method="expand_dims" gives unbatched operands size-1 axes)
+//   key    [..., N]                 the key's polynomials, flattened (any leading shape)
+//   sub    [B..., 2, R, N]          (ModDown variant)         out [B..., 2, R, N]
+// Attributes: source int32[D * R], key_poly int32[D * R], key_part (int64), moduli int64[R]
+// (p_j < 2^31), and for the ModDown variant scale int64[R] (scale_j < p_j).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common.h"
+
+namespace jax_fhe {
+
+constexpr int kKeyProductMaxDigits = 8;
+// Rows per launch: the plan below travels as a kernel parameter (by value, under 4 KB).
+constexpr int kKeyProductRowsPerLaunch = 64;
+
+// Per-row constants: modulus, 2^32 mod p (and its Shoup companion), the Shoup companion of 1
+// (reduce64 in modarith.h), and the ModDown scale with its Shoup companion.
+struct KeyProductRow {
+  uint32_t p, r32, r32_shoup, one_shoup;
+  uint32_t scale, scale_shoup;
+};
+
+// One launch's worth of rows: everything the kernel needs besides the data pointers.
+struct KeyProductPlan {
+  const uint32_t* conv[kKeyProductMaxDigits];
+  int32_t conv_rows[kKeyProductMaxDigits];
+  uint8_t source[kKeyProductMaxDigits][kKeyProductRowsPerLaunch];
+  uint16_t key_poly[kKeyProductMaxDigits][kKeyProductRowsPerLaunch];
+  KeyProductRow row[kKeyProductRowsPerLaunch];
+  int32_t conv_batched[kKeyProductMaxDigits];  // 0: one entry serves every batch entry
+  int32_t rows;     // rows in this launch
+  int32_t row0;     // first output row of this launch
+};
+
+// Shapes of one call, checked against each other and the attributes.
+struct KeyProductShape {
+  int64_t batch = 0, n = 0, lx = 0, rows = 0, digits = 0;  // batch: the output's
+  int64_t key_polys = 0, key_part = 0;
+  bool x_batched = true, sub_batched = true;
+  std::vector<int64_t> conv_rows;
+  std::vector<bool> conv_batched;
+};
+
+inline uint32_t shoup_companion(uint64_t w, uint64_t p) {
+  return static_cast<uint32_t>((w << 32) / p);
+}
+
+inline ffi::Error key_product_error(const std::string& msg) {
+  return ffi::Error::InvalidArgument("key_inner_product: " + msg);
+}
+
+// Leading (batch) element count of a [B..., K, N] operand, with K and N checked.
+inline ffi::Error key_product_batch(const ffi::AnyBuffer::Dimensions& d, size_t inner,
+                                    const char* what, int64_t* batch) {
+  if (d.size() < inner) return key_product_error(std::string(what) + " has too few dimensions");
+  int64_t b = 1;
+  for (size_t i = 0; i + inner < d.size(); ++i) b *= d[i];
+  *batch = b;
+  return ffi::Error::Success();
+}
+
+// Validates every shape and attribute; fills `s` and `rows` (one entry per output row).
+inline ffi::Error check_key_product_args(
+    const ffi::AnyBuffer::Dimensions& x, const ffi::AnyBuffer::Dimensions& key,
+    const std::vector<ffi::AnyBuffer::Dimensions>& convs, const ffi::AnyBuffer::Dimensions* sub,
+    const ffi::AnyBuffer::Dimensions& out, ffi::Span<const int32_t> source,
+    ffi::Span<const int32_t> key_poly, int64_t key_part, ffi::Span<const int64_t> moduli,
+    ffi::Span<const int64_t> scale, KeyProductShape* s, std::vector<KeyProductRow>* rows) {
+  PolyShape xs;
+  if (auto e = decode_poly_shape(x, "key_inner_product x", &xs); e.failure()) return e;
+  s->n = xs.n;
+  s->lx = xs.limbs;
+  if (out.size() < 3 || out[out.size() - 1] != s->n || out[out.size() - 3] != 2)
+    return key_product_error("the output must be [B..., 2, R, N]");
+  s->rows = out[out.size() - 2];
+  if (auto e = key_product_batch(out, 3, "out", &s->batch); e.failure()) return e;
+  // a data operand's batch entries: the output's, or one shared by all
+  auto batched = [&](int64_t b, const std::string& what, bool* flag) {
+    *flag = b == s->batch;
+    if (b == s->batch || b == 1) return ffi::Error::Success();
+    return key_product_error(what + " has " + std::to_string(b) + " batch entries, the output " +
+                             std::to_string(s->batch));
+  };
+  int64_t xb = 0;
+  if (auto e = key_product_batch(x, 2, "x", &xb); e.failure()) return e;
+  if (auto e = batched(xb, "x", &s->x_batched); e.failure()) return e;
+  s->digits = static_cast<int64_t>(convs.size());
+  if (s->digits < 1 || s->digits > kKeyProductMaxDigits)
+    return key_product_error("the number of digits must be in [1, " +
+                             std::to_string(kKeyProductMaxDigits) + "], got " +
+                             std::to_string(s->digits));
+  s->conv_rows.clear();
+  s->conv_batched.clear();
+  for (int64_t i = 0; i < s->digits; ++i) {
+    const auto& c = convs[i];
+    const std::string what = "conv " + std::to_string(i);
+    int64_t b = 0;
+    bool flag = true;
+    if (c.size() < 2 || c[c.size() - 1] != s->n)
+      return key_product_error(what + " must be [B..., Lc, N] with N = " + std::to_string(s->n));
+    if (auto e = key_product_batch(c, 2, "conv", &b); e.failure()) return e;
+    if (auto e = batched(b, what, &flag); e.failure()) return e;
+    s->conv_rows.push_back(c[c.size() - 2]);
+    s->conv_batched.push_back(flag);
+    if (s->lx + c[c.size() - 2] > 255)
+      return key_product_error("x rows + conv rows must stay below 256");
+  }
+  if (sub) {
+    int64_t b = 0;
+    if (sub->size() < 3 || (*sub)[sub->size() - 1] != s->n || (*sub)[sub->size() - 2] != s->rows ||
+        (*sub)[sub->size() - 3] != 2)
+      return key_product_error("sub must be [B..., 2, R, N] like the output");
+    if (auto e = key_product_batch(*sub, 3, "sub", &b); e.failure()) return e;
+    if (auto e = batched(b, "sub", &s->sub_batched); e.failure()) return e;
+  }
+  if (key.size() < 1 || key[key.size() - 1] != s->n)
+    return key_product_error("the key's last axis must be N = " + std::to_string(s->n));
+  s->key_polys = 1;
+  for (size_t i = 0; i + 1 < key.size(); ++i) s->key_polys *= key[i];
+  s->key_part = key_part;
+  const int64_t R = s->rows, D = s->digits;
+  if (static_cast<int64_t>(source.size()) != D * R || static_cast<int64_t>(key_poly.size()) != D * R)
+    return key_product_error("source and key_poly must hold digits * rows = " +
+                             std::to_string(D * R) + " entries");
+  if (static_cast<int64_t>(moduli.size()) != R)
+    return key_product_error("moduli must hold one prime per output row");
+  if (sub && static_cast<int64_t>(scale.size()) != R)
+    return key_product_error("scale must hold one constant per output row");
+  if (key_part < 0 || key_part > 65535) return key_product_error("key_part out of range");
+  for (int64_t i = 0; i < D; ++i)
+    for (int64_t j = 0; j < R; ++j) {
+      const int64_t src = source[i * R + j];
+      if (src < 0 || src >= s->lx + s->conv_rows[i])
+        return key_product_error("source[" + std::to_string(i) + ", " + std::to_string(j) +
+                                 "] = " + std::to_string(src) + " is out of range");
+      const int64_t kp = key_poly[i * R + j];
+      if (kp < 0 || kp + key_part >= s->key_polys || kp > 65535)
+        return key_product_error("key_poly[" + std::to_string(i) + ", " + std::to_string(j) +
+                                 "] = " + std::to_string(kp) + " is outside the key");
+    }
+  rows->clear();
+  for (int64_t j = 0; j < R; ++j) {
+    const int64_t p = moduli[j];
+    if (p < 3 || p >= (int64_t{1} << 31) || p % 2 == 0)
+      return key_product_error("moduli must be odd and below 2^31");
+    KeyProductRow r{};
+    r.p = static_cast<uint32_t>(p);
+    r.r32 = static_cast<uint32_t>((uint64_t{1} << 32) % static_cast<uint64_t>(p));
+    r.r32_shoup = shoup_companion(r.r32, p);
+    r.one_shoup = shoup_companion(1, p);
+    if (sub) {
+      if (scale[j] < 0 || scale[j] >= p) return key_product_error("scale must be below its prime");
+      r.scale = static_cast<uint32_t>(scale[j]);
+      r.scale_shoup = shoup_companion(r.scale, p);
+    }
+    rows->push_back(r);
+  }
+  return ffi::Error::Success();
+}
+
+// The plan of the launch covering rows [row0, row0 + kKeyProductRowsPerLaunch).
+inline KeyProductPlan key_product_plan(const KeyProductShape& s, const std::vector<KeyProductRow>& rows,
+                                       const std::vector<const uint32_t*>& conv,
+                                       ffi::Span<const int32_t> source, ffi::Span<const int32_t> key_poly,
+                                       int64_t row0) {
+  KeyProductPlan plan{};
+  plan.row0 = static_cast<int32_t>(row0);
+  plan.rows = static_cast<int32_t>(std::min<int64_t>(kKeyProductRowsPerLaunch, s.rows - row0));
+  for (int64_t i = 0; i < s.digits; ++i) {
+    plan.conv[i] = conv[i];
+    plan.conv_rows[i] = static_cast<int32_t>(s.conv_rows[i]);
+    plan.conv_batched[i] = s.conv_batched[i] ? 1 : 0;
+    for (int j = 0; j < plan.rows; ++j) {
+      plan.source[i][j] = static_cast<uint8_t>(source[i * s.rows + row0 + j]);
+      plan.key_poly[i][j] = static_cast<uint16_t>(key_poly[i * s.rows + row0 + j]);
+    }
+  }
+  for (int j = 0; j < plan.rows; ++j) plan.row[j] = rows[row0 + j];
+  return plan;
+}
+
+}  // namespace jax_fhe

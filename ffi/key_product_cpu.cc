@@ -1,0 +1,114 @@
+// Key inner product of hybrid key switching on the CPU (semantics in key_product_args.h); the
+// reference for the CUDA kernel. Products are summed in 64 bits and reduced every four terms
+// (four products of residues below 2^31 stay below 2^64), so the result is the canonical sum.
+#include <vector>
+
+#include "common.h"
+#include "key_product_args.h"
+#include "modarith.h"
+#include "parallel.h"
+
+namespace jax_fhe {
+
+namespace {
+
+ffi::Error key_product_cpu(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
+                           const ffi::Buffer<ffi::U32>* sub, ffi::RemainingArgs convs,
+                           ffi::ResultBuffer<ffi::U32> out, ffi::Span<const int32_t> source,
+                           ffi::Span<const int32_t> key_poly, int64_t key_part,
+                           ffi::Span<const int64_t> moduli, ffi::Span<const int64_t> scale) {
+  std::vector<ffi::AnyBuffer::Dimensions> conv_dims;
+  std::vector<const uint32_t*> conv_ptr;
+  for (size_t i = 0; i < convs.size(); ++i) {
+    auto c = convs.get<ffi::Buffer<ffi::U32>>(i);
+    if (c.has_error()) return key_product_error("conv operands must be uint32 arrays");
+    conv_dims.push_back(c->dimensions());
+    conv_ptr.push_back(c->typed_data());
+  }
+  KeyProductShape s;
+  std::vector<KeyProductRow> rows;
+  const ffi::AnyBuffer::Dimensions sub_dims = sub ? sub->dimensions() : ffi::AnyBuffer::Dimensions();
+  if (auto e = check_key_product_args(x.dimensions(), key.dimensions(), conv_dims,
+                                      sub ? &sub_dims : nullptr, out->dimensions(), source,
+                                      key_poly, key_part, moduli, scale, &s, &rows);
+      e.failure())
+    return e;
+  const int64_t n = s.n, R = s.rows, D = s.digits;
+  const uint32_t* xp = x.typed_data();
+  const uint32_t* kp = key.typed_data();
+  const uint32_t* subp = sub ? sub->typed_data() : nullptr;
+  uint32_t* yp = out->typed_data();
+  parallel_for(s.batch * R, n * D * 2, [&](int64_t item) {
+    const int64_t b = item / R, j = item % R;
+    const KeyProductRow& r = rows[j];
+    const Reduce64 red{r.p, r.r32, r.r32_shoup, r.one_shoup};
+    std::vector<const uint32_t*> src(D), k0(D), k1(D);
+    for (int64_t i = 0; i < D; ++i) {
+      const int64_t sidx = source[i * R + j];
+      src[i] = sidx < s.lx ? xp + ((s.x_batched ? b : 0) * s.lx + sidx) * n
+                           : conv_ptr[i] + ((s.conv_batched[i] ? b : 0) * s.conv_rows[i] + sidx - s.lx) * n;
+      k0[i] = kp + static_cast<int64_t>(key_poly[i * R + j]) * n;
+      k1[i] = k0[i] + key_part * n;
+    }
+    for (int c = 0; c < 2; ++c) {
+      const int64_t o = ((b * 2 + c) * R + j) * n;
+      const int64_t so = (((s.sub_batched ? b : 0) * 2 + c) * R + j) * n;
+      const std::vector<const uint32_t*>& k = c == 0 ? k0 : k1;
+      for (int64_t t = 0; t < n; ++t) {
+        uint64_t acc = 0;
+        for (int64_t i = 0; i < D; ++i) {
+          if (i > 0 && i % 4 == 0) acc = reduce64(acc, red);
+          acc += static_cast<uint64_t>(src[i][t]) * k[i][t];
+        }
+        uint32_t v = reduce64(acc, red);
+        if (subp) v = mul_shoup(sub_mod(v, subp[so + t], r.p), r.scale, r.scale_shoup, r.p);
+        yp[o + t] = v;
+      }
+    }
+  });
+  return ffi::Error::Success();
+}
+
+ffi::Error KeyProductCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
+                             ffi::RemainingArgs convs, ffi::ResultBuffer<ffi::U32> out,
+                             ffi::Span<const int32_t> source, ffi::Span<const int32_t> key_poly,
+                             int64_t key_part, ffi::Span<const int64_t> moduli) {
+  return key_product_cpu(x, key, nullptr, convs, out, source, key_poly, key_part, moduli, {});
+}
+
+ffi::Error KeyProductModDownCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
+                                    ffi::Buffer<ffi::U32> sub, ffi::RemainingArgs convs,
+                                    ffi::ResultBuffer<ffi::U32> out,
+                                    ffi::Span<const int32_t> source,
+                                    ffi::Span<const int32_t> key_poly, int64_t key_part,
+                                    ffi::Span<const int64_t> moduli, ffi::Span<const int64_t> scale) {
+  return key_product_cpu(x, key, &sub, convs, out, source, key_poly, key_part, moduli, scale);
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductCpu, KeyProductCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [B..., Lx, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // key [..., N]
+                                  .RemainingArgs()               // conv_i [B..., Lc_i, N]
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // out [B..., 2, R, N]
+                                  .Attr<ffi::Span<const int32_t>>("source")
+                                  .Attr<ffi::Span<const int32_t>>("key_poly")
+                                  .Attr<int64_t>("key_part")
+                                  .Attr<ffi::Span<const int64_t>>("moduli"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductModDownCpu, KeyProductModDownCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [B..., Lx, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // key [..., N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // sub [B..., 2, R, N]
+                                  .RemainingArgs()               // conv_i [B..., Lc_i, N]
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // out [B..., 2, R, N]
+                                  .Attr<ffi::Span<const int32_t>>("source")
+                                  .Attr<ffi::Span<const int32_t>>("key_poly")
+                                  .Attr<int64_t>("key_part")
+                                  .Attr<ffi::Span<const int64_t>>("moduli")
+                                  .Attr<ffi::Span<const int64_t>>("scale"));
+
+}  // namespace jax_fhe

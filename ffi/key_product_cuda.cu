@@ -1,0 +1,215 @@
+// Key inner product of hybrid key switching on CUDA (semantics in key_product_args.h),
+// bit-identical to key_product_cpu.cc.
+//
+// A thread owns 4 consecutive coefficients of one output row (blockIdx.y): it loads the
+// row's D key words of both key parts once (2 D x 16-byte loads) and then loops over every
+// batch entry, reading each digit's extended limb where ModUp left it (x for the digit's own
+// rows, conv_i for the others) and writing both parts of the output. Each key polynomial is
+// thus read once per launch whatever the batch, and no extended digit is assembled. The 64-bit
+// sums take one IMAD.WIDE per term; four terms of residues below 2^31 stay below 2^64, so
+// digits beyond four fold the accumulator first (as on the CPU).
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "common.h"
+#include "key_product_args.h"
+#include "modarith.h"
+
+namespace jax_fhe {
+
+namespace {
+
+constexpr int kVec = 4;
+
+__device__ __forceinline__ uint64_t mad_wide_u32(uint32_t a, uint32_t b, uint64_t acc) {
+  uint64_t d;
+  asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(d) : "r"(a), "r"(b), "l"(acc));
+  return d;
+}
+
+__device__ __forceinline__ void load4(const uint32_t* p, uint32_t (&v)[kVec]) {
+  const uint4 t = *reinterpret_cast<const uint4*>(p);
+  v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+}
+
+// x: [batch, lx, n]; sub, out: [batch, 2, rows_total, n]; key: flat polynomials.
+template <int D, bool MODDOWN>
+__global__ void __launch_bounds__(256)
+    key_product_kernel(const uint32_t* __restrict__ x, const uint32_t* __restrict__ key,
+                       const uint32_t* __restrict__ sub, uint32_t* __restrict__ out,
+                       int64_t batch, bool x_batched, bool sub_batched, int lx, int log_n,
+                       int rows_total, int64_t key_part,
+                       const __grid_constant__ KeyProductPlan plan) {
+  const int j = blockIdx.y;
+  const int64_t n = int64_t{1} << log_n;
+  const int64_t t0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
+  if (t0 >= n) return;
+  const KeyProductRow r = plan.row[j];
+  const Reduce64 red{r.p, r.r32, r.r32_shoup, r.one_shoup};
+  uint32_t k[D][2][kVec];
+  const uint32_t* src[D];
+  int64_t src_stride[D];  // words between batch entries
+#pragma unroll
+  for (int i = 0; i < D; ++i) {
+    const uint32_t* kp = key + static_cast<int64_t>(plan.key_poly[i][j]) * n + t0;
+    load4(kp, k[i][0]);
+    load4(kp + key_part * n, k[i][1]);
+    const int s = plan.source[i][j];
+    if (s < lx) {
+      src[i] = x + static_cast<int64_t>(s) * n + t0;
+      src_stride[i] = x_batched ? static_cast<int64_t>(lx) * n : 0;
+    } else {
+      src[i] = plan.conv[i] + static_cast<int64_t>(s - lx) * n + t0;
+      src_stride[i] = plan.conv_batched[i] ? static_cast<int64_t>(plan.conv_rows[i]) * n : 0;
+    }
+  }
+  const int64_t row = plan.row0 + j;
+  for (int64_t b = 0; b < batch; ++b) {
+    uint64_t acc[2][kVec] = {};
+#pragma unroll
+    for (int i = 0; i < D; ++i) {
+      uint32_t e[kVec];
+      load4(src[i] + b * src_stride[i], e);
+      if (i > 0 && i % 4 == 0) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c)
+#pragma unroll
+          for (int v = 0; v < kVec; ++v) acc[c][v] = reduce64(acc[c][v], red);
+      }
+#pragma unroll
+      for (int c = 0; c < 2; ++c)
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) acc[c][v] = mad_wide_u32(e[v], k[i][c][v], acc[c][v]);
+    }
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int64_t o = ((b * 2 + c) * rows_total + row) * n + t0;
+      uint32_t y[kVec];
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) y[v] = reduce64(acc[c][v], red);
+      if (MODDOWN) {
+        uint32_t s[kVec];
+        load4(sub + (sub_batched ? o : ((c * rows_total + row) * n + t0)), s);
+#pragma unroll
+        for (int v = 0; v < kVec; ++v)
+          y[v] = mul_shoup(sub_mod(y[v], s[v], r.p), r.scale, r.scale_shoup, r.p);
+      }
+      *reinterpret_cast<uint4*>(out + o) = make_uint4(y[0], y[1], y[2], y[3]);
+    }
+  }
+}
+
+template <bool MODDOWN>
+void launch_digits(int digits, dim3 grid, dim3 block, cudaStream_t stream, const uint32_t* x,
+                   const uint32_t* key, const uint32_t* sub, uint32_t* out, int64_t batch,
+                   bool x_batched, bool sub_batched, int lx, int log_n, int rows_total,
+                   int64_t key_part, const KeyProductPlan& plan) {
+#define JAX_FHE_KP_CASE(D_)                                                                   \
+  case D_:                                                                                    \
+    key_product_kernel<D_, MODDOWN><<<grid, block, 0, stream>>>(                              \
+        x, key, sub, out, batch, x_batched, sub_batched, lx, log_n, rows_total, key_part, plan); \
+    break;
+  switch (digits) {
+    JAX_FHE_KP_CASE(1)
+    JAX_FHE_KP_CASE(2)
+    JAX_FHE_KP_CASE(3)
+    JAX_FHE_KP_CASE(4)
+    JAX_FHE_KP_CASE(5)
+    JAX_FHE_KP_CASE(6)
+    JAX_FHE_KP_CASE(7)
+    JAX_FHE_KP_CASE(8)
+  }
+#undef JAX_FHE_KP_CASE
+}
+
+static_assert(kKeyProductMaxDigits == 8, "launch_digits instantiates 1..8 digits");
+static_assert(sizeof(KeyProductPlan) <= 4000, "the plan travels as a kernel parameter");
+
+ffi::Error key_product_cuda(cudaStream_t stream, ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
+                            const ffi::Buffer<ffi::U32>* sub, ffi::RemainingArgs convs,
+                            ffi::ResultBuffer<ffi::U32> out, ffi::Span<const int32_t> source,
+                            ffi::Span<const int32_t> key_poly, int64_t key_part,
+                            ffi::Span<const int64_t> moduli, ffi::Span<const int64_t> scale) {
+  std::vector<ffi::AnyBuffer::Dimensions> conv_dims;
+  std::vector<const uint32_t*> conv_ptr;
+  for (size_t i = 0; i < convs.size(); ++i) {
+    auto c = convs.get<ffi::Buffer<ffi::U32>>(i);
+    if (c.has_error()) return key_product_error("conv operands must be uint32 arrays");
+    conv_dims.push_back(c->dimensions());
+    conv_ptr.push_back(c->typed_data());
+  }
+  KeyProductShape s;
+  std::vector<KeyProductRow> rows;
+  const ffi::AnyBuffer::Dimensions sub_dims = sub ? sub->dimensions() : ffi::AnyBuffer::Dimensions();
+  if (auto e = check_key_product_args(x.dimensions(), key.dimensions(), conv_dims,
+                                      sub ? &sub_dims : nullptr, out->dimensions(), source,
+                                      key_poly, key_part, moduli, scale, &s, &rows);
+      e.failure())
+    return e;
+  if (s.batch == 0 || s.rows == 0) return ffi::Error::Success();
+  const int threads = static_cast<int>(std::min<int64_t>(256, s.n / kVec));
+  const int log_n = log2_exact(s.n);
+  for (int64_t row0 = 0; row0 < s.rows; row0 += kKeyProductRowsPerLaunch) {
+    const KeyProductPlan plan = key_product_plan(s, rows, conv_ptr, source, key_poly, row0);
+    const dim3 grid(static_cast<unsigned>(s.n / kVec / threads), static_cast<unsigned>(plan.rows));
+    auto launch = sub ? launch_digits<true> : launch_digits<false>;
+    launch(static_cast<int>(s.digits), grid, dim3(threads), stream, x.typed_data(),
+           key.typed_data(), sub ? sub->typed_data() : nullptr, out->typed_data(), s.batch,
+           s.x_batched, s.sub_batched, static_cast<int>(s.lx), log_n, static_cast<int>(s.rows), s.key_part, plan);
+  }
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    return ffi::Error::Internal(std::string("key_inner_product launch failed: ") + cudaGetErrorString(err));
+  return ffi::Error::Success();
+}
+
+ffi::Error KeyProductCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
+                              ffi::Buffer<ffi::U32> key, ffi::RemainingArgs convs,
+                              ffi::ResultBuffer<ffi::U32> out, ffi::Span<const int32_t> source,
+                              ffi::Span<const int32_t> key_poly, int64_t key_part,
+                              ffi::Span<const int64_t> moduli) {
+  return key_product_cuda(stream, x, key, nullptr, convs, out, source, key_poly, key_part, moduli, {});
+}
+
+ffi::Error KeyProductModDownCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
+                                     ffi::Buffer<ffi::U32> key, ffi::Buffer<ffi::U32> sub,
+                                     ffi::RemainingArgs convs, ffi::ResultBuffer<ffi::U32> out,
+                                     ffi::Span<const int32_t> source,
+                                     ffi::Span<const int32_t> key_poly, int64_t key_part,
+                                     ffi::Span<const int64_t> moduli,
+                                     ffi::Span<const int64_t> scale) {
+  return key_product_cuda(stream, x, key, &sub, convs, out, source, key_poly, key_part, moduli, scale);
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductCuda, KeyProductCudaImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [B..., Lx, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // key [..., N]
+                                  .RemainingArgs()               // conv_i [B..., Lc_i, N]
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // out [B..., 2, R, N]
+                                  .Attr<ffi::Span<const int32_t>>("source")
+                                  .Attr<ffi::Span<const int32_t>>("key_poly")
+                                  .Attr<int64_t>("key_part")
+                                  .Attr<ffi::Span<const int64_t>>("moduli"),
+                              {ffi::Traits::kCmdBufferCompatible});
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductModDownCuda, KeyProductModDownCudaImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [B..., Lx, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // key [..., N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // sub [B..., 2, R, N]
+                                  .RemainingArgs()               // conv_i [B..., Lc_i, N]
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // out [B..., 2, R, N]
+                                  .Attr<ffi::Span<const int32_t>>("source")
+                                  .Attr<ffi::Span<const int32_t>>("key_poly")
+                                  .Attr<int64_t>("key_part")
+                                  .Attr<ffi::Span<const int64_t>>("moduli")
+                                  .Attr<ffi::Span<const int64_t>>("scale"),
+                              {ffi::Traits::kCmdBufferCompatible});
+
+}  // namespace jax_fhe

@@ -1,0 +1,84 @@
+"""The key inner product of hybrid key switching as one XLA FFI primitive.
+
+``digit_key_product`` computes, for output rows j and key parts c = 0, 1,
+
+    out[..., c, j, :] = sum_i src_i[..., j, :] * key[key_poly[i, j] + c * key_part, :]  mod p_j
+
+where digit slot i reads row j of its extended (ModUp) digit from ``x`` (the digit's own
+limbs: ``source[i, j] < Lx``) or from ``convs[i]`` (row ``source[i, j] - Lx``), so the extended
+digits are never assembled and each key polynomial is read once for the whole batch. With
+``sub``/``scale`` it also runs ModDown's last step: ``(out - sub) * scale mod p_j``.
+:func:`jax_fhe.rlwe.hybrid.key_switch` builds the plan; the semantics are in
+``ffi/key_product_args.h``.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._checks import as_poly
+
+MAX_DIGITS = 8
+
+
+def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: int, moduli,
+                      sub=None, scale=None) -> jax.Array:
+    """Key inner product over digits read in place.
+
+    x:        uint32[B..., Lx, N]     the ciphertext component (each digit's own limbs)
+    convs:    D arrays uint32[B..., Lc_i, N], digit i's ModUp conversion (1 <= D <= 8)
+    key:      uint32[..., N]          the key's polynomials (flattened by the kernel)
+    source:   int[D, R]               where digit i's row j comes from (see the module doc)
+    key_poly: int[D, R]               flat key polynomial of (i, j) for part 0; part 1 at
+                                      ``+ key_part``
+    moduli:   int[R]                  the prime of each output row (odd, below 2^31)
+    sub:      uint32[B..., 2, R, N]   optional: ModDown's converted special part
+    scale:    int[R]                  with ``sub``: P^-1 mod each output prime
+    Returns uint32[B..., 2, R, N].
+    """
+    x = as_poly(x, "digit_key_product")
+    convs = [as_poly(c, "digit_key_product") for c in convs]
+    source = np.asarray(source, dtype=np.int32)
+    key_poly = np.asarray(key_poly, dtype=np.int32)
+    moduli = np.asarray(moduli, dtype=np.int64)
+    if not 1 <= len(convs) <= MAX_DIGITS:
+        raise ValueError(f"digit_key_product: 1 to {MAX_DIGITS} digits, got {len(convs)}")
+    d, r = len(convs), moduli.shape[0] if moduli.ndim == 1 else -1
+    if moduli.ndim != 1 or source.shape != (d, r) or key_poly.shape != (d, r):
+        raise ValueError(f"digit_key_product: source and key_poly must be [{d}, R] and moduli [R], got "
+                         f"{source.shape}, {key_poly.shape}, {moduli.shape}")
+    for c in convs:
+        if c.shape[-1] != x.shape[-1]:
+            raise ValueError(f"digit_key_product: conv shape {c.shape} does not match x {x.shape}")
+    if getattr(key, "dtype", None) != jnp.uint32 or key.ndim < 1 or key.shape[-1] != x.shape[-1]:
+        raise ValueError(f"digit_key_product: key must be uint32[..., {x.shape[-1]}]")
+    # batch axes: the kernel serves an operand with a single batch entry to every entry
+    try:
+        lead = jnp.broadcast_shapes(x.shape[:-2], *(c.shape[:-2] for c in convs))
+    except ValueError:
+        raise ValueError(f"digit_key_product: the batch axes of x {x.shape[:-2]} and the "
+                         f"conversions {[c.shape[:-2] for c in convs]} do not broadcast") from None
+    size = int(np.prod(lead))
+    for what, a in [("x", x), *((f"conv {i}", c) for i, c in enumerate(convs))]:
+        if int(np.prod(a.shape[:-2])) not in (1, size):
+            raise ValueError(f"digit_key_product: {what} has batch axes {a.shape[:-2]}; each operand "
+                             f"needs all {lead} entries or a single one")
+    out = jax.ShapeDtypeStruct(lead + (2, r, x.shape[-1]), jnp.uint32)
+    attrs = dict(source=source.reshape(-1), key_poly=key_poly.reshape(-1), key_part=int(key_part),
+                 moduli=moduli)
+    if sub is None:
+        if scale is not None:
+            raise ValueError("digit_key_product: scale is only used with sub")
+        call = jax.ffi.ffi_call("jax_fhe_key_inner_product", out, vmap_method="expand_dims")
+        return call(x, key, *convs, **attrs)
+    sub = as_poly(sub, "digit_key_product")
+    if sub.shape[-3:] != out.shape[-3:] or int(np.prod(sub.shape[:-3])) not in (1, size):
+        raise ValueError(f"digit_key_product: sub must have shape {out.shape}, got {sub.shape}")
+    scale = np.asarray(scale, dtype=np.int64)
+    if scale.shape != (r,):
+        raise ValueError(f"digit_key_product: scale must be [{r}], got {scale.shape}")
+    call = jax.ffi.ffi_call("jax_fhe_key_inner_product_mod_down", out, vmap_method="expand_dims")
+    return call(x, key, sub, *convs, scale=scale, **attrs)

@@ -1,0 +1,123 @@
+"""The fused key inner product of hybrid key switching (ops.digit_key_product): bit-exact
+against a Python-integer reference, with and without the ModDown epilogue, on every backend."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jax_fhe import ops, rns
+
+from conftest import random_residues
+
+N = 1024
+
+
+def _case(rng, digits, rows, lx=5, conv_rows=7, batch=2, key_polys=40, bits=31):
+    """Random operands and plan: output row j uses prime j; the sources and key polynomials are
+    random (every source a valid index), residues with the edge values 0, 1, q - 1."""
+    primes = rns.ntt_primes(bits, rows, N)
+    # a source row can hold any residues below 2^31; the kernel only needs canonical operands
+    # w.r.t. nothing but 32-bit range, so sample them below the largest prime
+    big = [max(primes)] * max(lx, conv_rows)
+    x = random_residues(rng, big[:lx], N, batch=(batch,))
+    convs = [random_residues(rng, big[:conv_rows], N, batch=(batch,)) for _ in range(digits)]
+    key = random_residues(rng, [max(primes)] * key_polys, N)
+    source = rng.integers(0, lx + conv_rows, size=(digits, rows))
+    key_part = 3
+    key_poly = rng.integers(0, key_polys - key_part, size=(digits, rows))
+    return primes, x, convs, key, source, key_poly, key_part
+
+
+def _reference(x, convs, key, source, key_poly, key_part, primes, cols, sub=None, scale=None):
+    lx = x.shape[-2]
+    batch, digits, rows = x.shape[0], len(convs), len(primes)
+    out = np.zeros((batch, 2, rows, len(cols)), dtype=np.uint32)
+    for b in range(batch):
+        for c in range(2):
+            for j, p in enumerate(primes):
+                for t, col in enumerate(cols):
+                    acc = 0
+                    for i in range(digits):
+                        s = int(source[i, j])
+                        v = int(x[b, s, col]) if s < lx else int(convs[i][b, s - lx, col])
+                        acc += v * int(key[int(key_poly[i, j]) + c * key_part, col])
+                    acc %= p
+                    if sub is not None:
+                        acc = (acc - int(sub[b, c, j, col])) * int(scale[j]) % p
+                    out[b, c, j, t] = acc
+    return out
+
+
+@pytest.mark.parametrize("digits, rows", [(1, 3), (3, 12), (4, 5), (6, 4), (2, 70)])
+def test_matches_integer_reference(digits, rows, device, put, rng):
+    """D = 6 folds the 64-bit sums after four terms; 70 rows take two launches."""
+    primes, x, convs, key, source, key_poly, key_part = _case(rng, digits, rows)
+    y = np.asarray(ops.digit_key_product(put(jnp.asarray(x)), [put(jnp.asarray(c)) for c in convs],
+                                         put(jnp.asarray(key)), source=source, key_poly=key_poly,
+                                         key_part=key_part, moduli=primes))
+    assert y.shape == (2, 2, rows, N) and y.dtype == np.uint32
+    cols = sorted({0, 1, 2, N - 1, *rng.integers(0, N, 12).tolist()})
+    want = _reference(x, convs, key, source, key_poly, key_part, primes, cols)
+    np.testing.assert_array_equal(y[..., cols], want)
+
+
+@pytest.mark.parametrize("digits", [1, 4, 5])
+def test_mod_down_epilogue(digits, device, put, rng):
+    rows = 6
+    primes, x, convs, key, source, key_poly, key_part = _case(rng, digits, rows)
+    sub = np.stack([random_residues(rng, primes, N, batch=(2,)) for _ in range(2)], axis=1)
+    scale = [int(v) % p for v, p in zip(rng.integers(0, 2**31, rows), primes)]
+    scale[0] = primes[0] - 1
+    y = np.asarray(ops.digit_key_product(put(jnp.asarray(x)), [put(jnp.asarray(c)) for c in convs],
+                                         put(jnp.asarray(key)), source=source, key_poly=key_poly,
+                                         key_part=key_part, moduli=primes, sub=put(jnp.asarray(sub)),
+                                         scale=scale))
+    cols = sorted({0, 1, 2, N - 1, *rng.integers(0, N, 12).tolist()})
+    want = _reference(x, convs, key, source, key_poly, key_part, primes, cols, sub=sub, scale=scale)
+    np.testing.assert_array_equal(y[..., cols], want)
+
+
+def test_jit_vmap_and_shared_operands(device, put, rng):
+    """jit equals eager; vmap over x only (the conversions shared by every entry) equals a loop;
+    a batch-1 operand serves every batch entry."""
+    primes, x, convs, key, source, key_poly, key_part = _case(rng, 3, 4, batch=3)
+    kw = dict(source=source, key_poly=key_poly, key_part=key_part, moduli=primes)
+    xs, cs, k = put(jnp.asarray(x)), [put(jnp.asarray(c[0])) for c in convs], put(jnp.asarray(key))
+    f = lambda v: ops.digit_key_product(v, cs, k, **kw)  # noqa: E731
+    eager = np.stack([np.asarray(f(xs[b])) for b in range(3)])
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(f))(xs)), eager)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(xs[1])), eager[1])
+    shared = ops.digit_key_product(xs, [c[None] for c in cs], k, **kw)
+    np.testing.assert_array_equal(np.asarray(shared), eager)
+
+
+def test_bad_inputs():
+    rng = np.random.default_rng(0)
+    primes, x, convs, key, source, key_poly, key_part = _case(rng, 2, 3)
+    kw = dict(source=source, key_poly=key_poly, key_part=key_part, moduli=primes)
+    x, key = jnp.asarray(x), jnp.asarray(key)
+    convs = [jnp.asarray(c) for c in convs]
+    call = lambda **over: ops.digit_key_product(  # noqa: E731
+        over.pop("x", x), over.pop("convs", convs), over.pop("key", key), **{**kw, **over})
+    with pytest.raises(ValueError, match="source and key_poly"):
+        call(source=source[:1])
+    with pytest.raises(ValueError, match="1 to 8 digits"):
+        call(convs=[], source=np.zeros((0, 3)), key_poly=np.zeros((0, 3)))
+    with pytest.raises(TypeError, match="uint32"):
+        call(x=x.astype(jnp.int32))
+    with pytest.raises(ValueError, match="conv shape"):
+        call(convs=[convs[0], jnp.concatenate([convs[1]] * 2, axis=-1)])
+    with pytest.raises(ValueError, match="batch axes"):
+        call(convs=[convs[0], jnp.concatenate([convs[1]] * 2)[:3]])
+    with pytest.raises(ValueError, match="sub must have shape"):
+        call(sub=jnp.zeros((2, 2, 2, N), jnp.uint32), scale=[1, 1, 1])
+    with pytest.raises(ValueError, match="scale is only used with sub"):
+        call(scale=[1, 1, 1])
+    bad = source.copy()
+    bad[1, 2] = x.shape[-2] + convs[1].shape[-2]
+    with pytest.raises(Exception, match="source.*out of range"):
+        jax.block_until_ready(call(source=bad))
+    with pytest.raises(Exception, match="outside the key"):
+        jax.block_until_ready(call(key_poly=np.full_like(key_poly, key.shape[0] - 1)))
+    with pytest.raises(Exception, match="odd and below 2\\^31"):
+        jax.block_until_ready(call(moduli=[4, 5, 7]))
