@@ -20,6 +20,8 @@
 //
 // inv_fix:  uint32[Lin]
 // src_prod: uint32[Lout]  Q mod p_i
+// limb_offset: the conversion reads input limbs [limb_offset, limb_offset + Lin) of x, which
+// may hold more (ModUp converts each digit straight from the INTT of all the basis limbs).
 #pragma once
 
 #include <string>
@@ -30,20 +32,30 @@ namespace jax_fhe {
 
 constexpr int64_t kMaxBconvInLimbs = 64;
 
+// The conversion reads limbs [offset, offset + lin) of each batch entry's in.limbs input limbs
+// (the centered conversion's limb_offset; the plain conversion reads all of them).
 struct BconvShape {
   PolyShape in;
-  int64_t lin = 0, lout = 0, batch = 0;
+  int64_t lin = 0, lout = 0, batch = 0, offset = 0;
+  int64_t in_stride() const { return in.limbs * in.n; }  // words between batch entries
 };
 
+// lin_table < 0: the conversion reads every input limb; otherwise lin_table limbs from limb
+// `offset` on (the count the tables are checked against).
 inline ffi::Error check_bconv_args(ffi::AnyBuffer::Dimensions x, ffi::AnyBuffer::Dimensions in_c,
                                    ffi::AnyBuffer::Dimensions mat, ffi::AnyBuffer::Dimensions out_c,
                                    ffi::AnyBuffer::Dimensions y, int64_t fold_every,
-                                   BconvShape* s) {
+                                   BconvShape* s, int64_t lin_table = -1, int64_t offset = 0) {
   if (auto e = decode_poly_shape(x, "bconv input", &s->in); e.failure()) return e;
-  s->lin = s->in.limbs;
-  s->batch = s->in.polys / (s->lin > 0 ? s->lin : 1);
+  s->lin = lin_table < 0 ? s->in.limbs : lin_table;
+  s->offset = offset;
+  s->batch = s->in.polys / (s->in.limbs > 0 ? s->in.limbs : 1);
   if (s->lin < 1 || s->lin > kMaxBconvInLimbs)
     return ffi::Error::InvalidArgument("bconv: input limb count must be in [1, 64]");
+  if (offset < 0 || offset + s->lin > s->in.limbs)
+    return ffi::Error::InvalidArgument("bconv_centered: limbs [" + std::to_string(offset) + ", " +
+                                       std::to_string(offset + s->lin) + ") are not all in the "
+                                       "input's " + std::to_string(s->in.limbs) + " limbs");
   if (y.size() != x.size()) return ffi::Error::InvalidArgument("bconv: output rank mismatch");
   s->lout = y[y.size() - 2];
   for (size_t i = 0; i < x.size(); ++i)
@@ -63,8 +75,15 @@ inline ffi::Error check_bconv_centered_args(
     ffi::AnyBuffer::Dimensions x, ffi::AnyBuffer::Dimensions in_c, ffi::AnyBuffer::Dimensions mat,
     ffi::AnyBuffer::Dimensions out_c, ffi::AnyBuffer::Dimensions inv_fix,
     ffi::AnyBuffer::Dimensions src_prod, ffi::AnyBuffer::Dimensions y, int64_t fold_every,
-    int64_t fix_bits, BconvShape* s) {
-  if (auto e = check_bconv_args(x, in_c, mat, out_c, y, fold_every, s); e.failure()) return e;
+    int64_t fix_bits, int64_t limb_offset, BconvShape* s) {
+  // the source limb count is the tables' (in_consts holds three rows of one entry per limb)
+  int64_t lin3 = 0;
+  if (auto e = table_size(in_c, 2, "bconv input constants", &lin3); e.failure()) return e;
+  if (lin3 % 3 != 0)
+    return ffi::Error::InvalidArgument("bconv_centered: input constants must be [3, Lin]");
+  const int64_t lin = lin3 / 3;
+  if (auto e = check_bconv_args(x, in_c, mat, out_c, y, fold_every, s, lin, limb_offset); e.failure())
+    return e;
   if (s->lin > kMaxCenteredInLimbs)
     return ffi::Error::InvalidArgument(
         "bconv_centered: input limb count must be in [1, 16] (the fixed-point quotient sums "

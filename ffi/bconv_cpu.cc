@@ -31,7 +31,7 @@ void bconv_cpu(const BconvShape& s, const uint32_t* x, const uint32_t* in_consts
   parallel_for(s.batch * tiles, kTile * lin * lout, [&](int64_t item) {
     const int64_t b = item / tiles, c0 = (item % tiles) * kTile;
     const int64_t cn = std::min(kTile, n - c0);
-    const uint32_t* xb = x + b * lin * n;
+    const uint32_t* xb = x + b * s.in_stride() + s.offset * n;
     uint32_t* yb = y + b * lout * n;
     std::vector<uint32_t> yt(lin * kTile), kt(kTile, 0u);
     for (int64_t j = 0; j < lin; ++j)
@@ -77,12 +77,12 @@ ffi::Error BconvCenteredCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> i
                                 ffi::Buffer<ffi::U32> mat, ffi::Buffer<ffi::U32> out_consts,
                                 ffi::Buffer<ffi::U32> inv_fix, ffi::Buffer<ffi::U32> src_prod,
                                 ffi::ResultBuffer<ffi::U32> y, int64_t fold_every,
-                                int64_t fix_bits) {
+                                int64_t fix_bits, int64_t limb_offset) {
   BconvShape s;
   if (auto e = check_bconv_centered_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
                                          out_consts.dimensions(), inv_fix.dimensions(),
                                          src_prod.dimensions(), y->dimensions(), fold_every,
-                                         fix_bits, &s);
+                                         fix_bits, limb_offset, &s);
       e.failure())
     return e;
   const Centering cen{inv_fix.typed_data(), src_prod.typed_data(), static_cast<int>(fix_bits)};
@@ -112,6 +112,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCenteredCpu, BconvCenteredCpuImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [Lout]
                                   .Ret<ffi::Buffer<ffi::U32>>()  // y [..., Lout, N]
                                   .Attr<int64_t>("fold_every")
-                                  .Attr<int64_t>("fix_bits"));
+                                  .Attr<int64_t>("fix_bits")
+                                  .Attr<int64_t>("limb_offset"));
 
 }  // namespace jax_fhe

@@ -79,7 +79,7 @@ struct Centering {
 template <int KMAX, int VEC, bool FOLD, bool CENTERED>
 __global__ void __launch_bounds__(kThreads)
     bconv_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, int lin, int lout,
-                 int n, int out_per_block, int fold_every, const uint32_t* __restrict__ in_c,
+                 int n, int64_t x_stride, int out_per_block, int fold_every, const uint32_t* __restrict__ in_c,
                  const uint32_t* __restrict__ mat, const uint32_t* __restrict__ out_c,
                  Centering cen) {
   static_assert(KMAX % 4 == 0, "table rows are read as 16-byte vectors");
@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kThreads)
   const int c = (blockIdx.x * kThreads + threadIdx.x) * VEC;
   if (c >= n) return;
   const int64_t b = blockIdx.y;
-  const uint32_t* xb = x + b * lin * n + c;
+  const uint32_t* xb = x + b * x_stride + c;
   uint32_t* yb = y + (b * lout + o0) * n + c;
 
   // pre-multiply the inputs by (Q/q_j)^-1 mod q_j (CENTERED: and sum their fixed-point fractions)
@@ -185,12 +185,12 @@ void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
   for (int64_t b0 = 0; b0 < s.batch; b0 += 65535) {
     const int64_t nb = std::min<int64_t>(65535, s.batch - b0);
     dim3 grid(tiles, static_cast<unsigned>(nb), splits);
-    const uint32_t* xs = x + b0 * lin * n;
+    const uint32_t* xs = x + b0 * s.in_stride() + s.offset * n;
     uint32_t* ys = y + b0 * lout * n;
     if (fold)
-      bconv_kernel<KMAX, VEC, true, CENTERED><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, per_block, fold_every, in_c, mat, out_c, cen);
+      bconv_kernel<KMAX, VEC, true, CENTERED><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, s.in_stride(), per_block, fold_every, in_c, mat, out_c, cen);
     else
-      bconv_kernel<KMAX, VEC, false, CENTERED><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, per_block, fold_every, in_c, mat, out_c, cen);
+      bconv_kernel<KMAX, VEC, false, CENTERED><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, s.in_stride(), per_block, fold_every, in_c, mat, out_c, cen);
   }
 }
 
@@ -241,12 +241,12 @@ ffi::Error BconvCenteredCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                                  ffi::Buffer<ffi::U32> in_consts, ffi::Buffer<ffi::U32> mat,
                                  ffi::Buffer<ffi::U32> out_consts, ffi::Buffer<ffi::U32> inv_fix,
                                  ffi::Buffer<ffi::U32> src_prod, ffi::ResultBuffer<ffi::U32> y,
-                                 int64_t fold_every, int64_t fix_bits) {
+                                 int64_t fold_every, int64_t fix_bits, int64_t limb_offset) {
   BconvShape s;
   if (auto e = check_bconv_centered_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
                                          out_consts.dimensions(), inv_fix.dimensions(),
                                          src_prod.dimensions(), y->dimensions(), fold_every,
-                                         fix_bits, &s);
+                                         fix_bits, limb_offset, &s);
       e.failure())
     return e;
   return run_bconv<true>(stream, s, fold_every, x.typed_data(), y->typed_data(),
@@ -278,7 +278,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCenteredCuda, BconvCenteredCudaImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [Lout]
                                   .Ret<ffi::Buffer<ffi::U32>>()  // y [..., Lout, N]
                                   .Attr<int64_t>("fold_every")
-                                  .Attr<int64_t>("fix_bits"),
+                                  .Attr<int64_t>("fix_bits")
+                                  .Attr<int64_t>("limb_offset"),
                               {ffi::Traits::kCmdBufferCompatible});
 
 }  // namespace jax_fhe

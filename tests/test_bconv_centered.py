@@ -130,11 +130,33 @@ def test_bad_inputs(rng):
                        jnp.zeros(2, jnp.uint32))
 
 
-def _raw_call(x, t, inv_fix, src_prod, lout, fix_bits):
+@pytest.mark.parametrize("offset", [0, 2, 5])
+def test_limb_offset_reads_in_place(offset, device, put, rng, monkeypatch):
+    """limb_offset: the source limbs inside a larger input (ModUp converts each digit straight
+    from the INTT of every basis limb) give the bits of the conversion of the slice."""
+    src, ring, conv = _conv("30bit", 4, 7)
+    ring, conv = put(ring), put(conv)
+    pad = [int(q) for q in rns.ntt_primes(29, 9 - 4, N)]
+    wide = random_residues(rng, pad[:offset] + src + pad[offset:], N, batch=(3,))
+    x = put(jnp.asarray(wide))
+    want = _unfused(x[..., offset:offset + 4, :], conv, ring, monkeypatch)
+    got = bconv_centered(x, conv.table, conv.quotient, conv.src_prod, limb_offset=offset)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    np.testing.assert_array_equal(np.asarray(rlwe.exact_conv(x, conv, ring, limb_offset=offset)), want)
+    f = jax.vmap(lambda v: bconv_centered(v, conv.table, conv.quotient, conv.src_prod, limb_offset=offset))
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(x)), want)
+    with pytest.raises(ValueError, match=r"limbs \[6, 10\) are not all in the input's 9 limbs"):
+        bconv_centered(x, conv.table, conv.quotient, conv.src_prod, limb_offset=6)
+    with pytest.raises(Exception, match=r"limbs \[7, 11\) are not all in the input's 9 limbs"):
+        _raw_call(x, conv.table, conv.quotient.inv_fix, conv.src_prod, 7, conv.quotient.fix_bits,
+                  limb_offset=7).block_until_ready()
+
+
+def _raw_call(x, t, inv_fix, src_prod, lout, fix_bits, limb_offset=0):
     out = jax.ShapeDtypeStruct(x.shape[:-2] + (lout, x.shape[-1]), jnp.uint32)
     return jax.ffi.ffi_call("jax_fhe_bconv_centered", out)(
         x, t.in_consts, t.mat, t.out_consts, inv_fix, src_prod, fold_every=t.fold_every,
-        fix_bits=fix_bits)
+        fix_bits=fix_bits, limb_offset=limb_offset)
 
 
 def test_kernel_argument_checks(device, put, rng):

@@ -19,10 +19,12 @@ def bconv(x, table: BConvTable) -> jax.Array:
     return call(x, table.in_consts, table.mat, table.out_consts, fold_every=table.fold_every)
 
 
-def bconv_centered(x, table: BConvTable, quotient, src_prod) -> jax.Array:
+def bconv_centered(x, table: BConvTable, quotient, src_prod, limb_offset: int | None = None) -> jax.Array:
     """Centered base conversion in one pass (``x`` read once, the result written once).
 
-    x:        uint32[..., Lin, N], residues mod ``table.src`` (product Q), 1 <= Lin <= 16.
+    x:        uint32[..., Lin, N], residues mod ``table.src`` (product Q), 1 <= Lin <= 16; or,
+              with ``limb_offset``, uint32[..., Lx, N] whose limbs [limb_offset, limb_offset +
+              Lin) are those residues (read in place: no slice is materialised).
     quotient: the fixed-point CRT quotient of ``table.src`` (:class:`jax_fhe.rlwe.crt.CrtQuotient`:
               inv_fix uint32[Lin], static fix_bits).
     src_prod: uint32[Lout], Q mod each prime of ``table.dst``.
@@ -37,7 +39,7 @@ def bconv_centered(x, table: BConvTable, quotient, src_prod) -> jax.Array:
     """
     from ..rlwe.crt import MAX_TERMS, CrtQuotient  # lazy: jax_fhe.rlwe imports ops
 
-    x, out = _check(x, table, "bconv_centered")
+    x, out = _check(x, table, "bconv_centered", limb_offset)
     if not isinstance(quotient, CrtQuotient):
         raise TypeError(f"bconv_centered: expected a CrtQuotient (jax_fhe.rlwe.crt.make_crt_quotient), "
                         f"got {type(quotient).__name__}")
@@ -52,14 +54,20 @@ def bconv_centered(x, table: BConvTable, quotient, src_prod) -> jax.Array:
                              f"{getattr(arr, 'dtype', type(arr).__name__)}{list(getattr(arr, 'shape', ()))}")
     call = jax.ffi.ffi_call("jax_fhe_bconv_centered", out, vmap_method="expand_dims")
     return call(x, table.in_consts, table.mat, table.out_consts, quotient.inv_fix, src_prod,
-                fold_every=table.fold_every, fix_bits=quotient.fix_bits)
+                fold_every=table.fold_every, fix_bits=quotient.fix_bits, limb_offset=int(limb_offset or 0))
 
 
-def _check(x, table, what):
-    """x as a validated uint32[..., Lin, N] and the output's ShapeDtypeStruct [..., Lout, N]."""
+def _check(x, table, what, limb_offset=None):
+    """x as a validated uint32[..., Lin, N] (with ``limb_offset``: at least limb_offset + Lin
+    limbs) and the output's ShapeDtypeStruct [..., Lout, N]."""
     if not isinstance(table, BConvTable):
         raise TypeError(f"{what}: expected a BConvTable (jax_fhe.rns.make_bconv_table), got {type(table).__name__}")
     x = as_poly(x, what)
-    if x.shape[-2] != len(table.src):
-        raise ValueError(f"{what}: input has {x.shape[-2]} limbs but the table converts from {len(table.src)}")
+    lin = len(table.src)
+    if limb_offset is None:
+        if x.shape[-2] != lin:
+            raise ValueError(f"{what}: input has {x.shape[-2]} limbs but the table converts from {lin}")
+    elif not (0 <= int(limb_offset) and int(limb_offset) + lin <= x.shape[-2]):
+        raise ValueError(f"{what}: limbs [{limb_offset}, {int(limb_offset) + lin}) are not all in the "
+                         f"input's {x.shape[-2]} limbs")
     return x, jax.ShapeDtypeStruct(x.shape[:-2] + (len(table.dst), x.shape[-1]), x.dtype)

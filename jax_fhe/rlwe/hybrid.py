@@ -93,7 +93,7 @@ def make_exact_conv(primes: Sequence[int], src_rows: Sequence[int], dst_rows: Se
                      quotient=make_crt_quotient(src), src_rows=tuple(src_rows), dst_rows=tuple(dst_rows))
 
 
-def exact_conv(x, conv: ExactConv, ring: RNSContext) -> jax.Array:
+def exact_conv(x, conv: ExactConv, ring: RNSContext, limb_offset: int | None = None) -> jax.Array:
     """Centered base conversion of coefficient-domain residues.
 
     x: uint32[..., Lin, N], residues of an integer polynomial v modulo the source primes
@@ -107,9 +107,13 @@ def exact_conv(x, conv: ExactConv, ring: RNSContext) -> jax.Array:
 
     With ``FUSED_CENTERED_CONV`` this is one kernel (:func:`jax_fhe.ops.bconv.bconv_centered`,
     same bits); otherwise BConv, the quotient and the correction are separate ops.
+    ``limb_offset``: x holds more limbs; the source residues are limbs [limb_offset,
+    limb_offset + Lin) (the fused kernel reads them in place).
     """
     if FUSED_CENTERED_CONV:
-        return bconv_centered(x, conv.table, conv.quotient, conv.src_prod)
+        return bconv_centered(x, conv.table, conv.quotient, conv.src_prod, limb_offset)
+    if limb_offset is not None:
+        x = jax.lax.slice_in_dim(x, limb_offset, limb_offset + len(conv.src_rows), axis=-2)
     y = ops.mul_limb_consts(x, conv.table.in_consts[1], ring, conv.src_rows)
     k = rounded_quotient(y, conv.quotient)  # [..., N], in [0, Lin]
     raw = ops.bconv(x, conv.table)
@@ -237,11 +241,16 @@ def _mod_up_digits(x, ring: RNSContext, tables: HybridTables) -> list:
     digit's own limbs and conv_d = uint32[..., L + alpha_p - |digit|, N] its conversion to the
     other rows (``tables.mod_up[i].dst_rows``, in extended-basis order), both NTT domain."""
     _check_basis(x, tables, "mod_up")
+    coeff = ops.intt(x, ring, tables.rows)  # every digit's limbs in one launch
     out = []
     for (_, drows), conv_tables in zip(tables.digits, tables.mod_up):
-        xd = _take_limbs(x, [tables.rows.index(r) for r in drows])
-        conv = ops.ntt(exact_conv(ops.intt(xd, ring, drows), conv_tables, ring), ring, conv_tables.dst_rows)
-        out.append((xd, conv))
+        pos = [tables.rows.index(r) for r in drows]
+        xd = _take_limbs(x, pos)
+        if pos == list(range(pos[0], pos[0] + len(pos))):  # the usual case: read in place
+            c = exact_conv(coeff, conv_tables, ring, limb_offset=pos[0])
+        else:
+            c = exact_conv(_take_limbs(coeff, pos), conv_tables, ring)
+        out.append((xd, ops.ntt(c, ring, conv_tables.dst_rows)))
     return out
 
 
