@@ -126,6 +126,8 @@ def main() -> None:
     ap.add_argument("--trace", default=None, help="print the GPU kernels of each key switch "
                     "(one traced single and batched call; trace files under this folder)")
     ap.add_argument("--key-switch-only", action="store_true", help="skip the HMult/HRot/rescale rows")
+    ap.add_argument("--ks-limbs", default=None, help="comma-separated L of the key-switch rows to run "
+                    "(default: all of Theodosian's Table III)")
     args = ap.parse_args()
     device = jax.devices(args.backend)[0] if args.backend else jax.devices()[0]
     put = lambda tree: jax.device_put(tree, device)  # noqa: E731
@@ -138,6 +140,8 @@ def main() -> None:
     bw = copy_bandwidth(device, bw_bytes)
     print(f"device: {device.device_kind}; copy bandwidth {bw / 1e9:.0f} GB/s; N = {n}; {params!r}")
 
+    if args.ks_limbs:
+        configs = [c for c in configs if str(c[0]) in args.ks_limbs.split(",")]
     ks_rows = []
     for big_l, alpha, beta in configs:
         single, batched, b, gpu = bench_key_switch(n, big_l, alpha, batch, calls, put, args.trace)

@@ -173,7 +173,10 @@ void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
   const int n = static_cast<int>(s.in.n), lin = static_cast<int>(s.lin), lout = static_cast<int>(s.lout);
   const int tiles = (n + kThreads * VEC - 1) / (kThreads * VEC);
   const int64_t blocks_xy = static_cast<int64_t>(tiles) * s.batch;
-  int splits = static_cast<int>(std::min<int64_t>(lout, std::max<int64_t>(1, (2 * sm_count() + blocks_xy - 1) / blocks_xy)));
+  // split the output limbs over blockIdx.z until the grid has JAX_FHE_BCONV_BLOCKS_PER_SM
+  // blocks per SM (tuning; each split re-reads the inputs, from L2)
+  static const int64_t per_sm = std::max<int64_t>(1, tuning_int("JAX_FHE_BCONV_BLOCKS_PER_SM", 2));
+  int splits = static_cast<int>(std::min<int64_t>(lout, std::max<int64_t>(1, (per_sm * sm_count() + blocks_xy - 1) / blocks_xy)));
   // shared memory per output limb: its padded table row, four reduction constants (and
   // Q mod p_i when centering); stay within the 48 KB a launch gets without opting in
   const int per_out = KMAX + 4 + (CENTERED ? 1 : 0);
