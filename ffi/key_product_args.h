@@ -185,6 +185,29 @@ inline ffi::Error check_key_product_args(
   return ffi::Error::Success();
 }
 
+// Decodes the conversions (the handlers' remaining arguments) and checks every argument:
+// the part of the CPU and CUDA handlers that is the same.
+inline ffi::Error decode_key_product_args(
+    const ffi::Buffer<ffi::U32>& x, const ffi::Buffer<ffi::U32>& key,
+    const ffi::Buffer<ffi::U32>* sub, const ffi::RemainingArgs& convs,
+    const ffi::AnyBuffer::Dimensions& out, ffi::Span<const int32_t> source,
+    ffi::Span<const int32_t> key_poly, int64_t key_part, ffi::Span<const int64_t> moduli,
+    ffi::Span<const int64_t> scale, KeyProductShape* s, std::vector<KeyProductRow>* rows,
+    std::vector<const uint32_t*>* conv_ptr) {
+  std::vector<ffi::AnyBuffer::Dimensions> conv_dims;
+  conv_ptr->clear();
+  for (size_t i = 0; i < convs.size(); ++i) {
+    auto c = convs.get<ffi::Buffer<ffi::U32>>(i);
+    if (c.has_error()) return key_product_error("conv operands must be uint32 arrays");
+    conv_dims.push_back(c->dimensions());
+    conv_ptr->push_back(c->typed_data());
+  }
+  const ffi::AnyBuffer::Dimensions sub_dims = sub ? sub->dimensions() : ffi::AnyBuffer::Dimensions();
+  return check_key_product_args(x.dimensions(), key.dimensions(), conv_dims,
+                                sub ? &sub_dims : nullptr, out, source, key_poly,
+                                key_part, moduli, scale, s, rows);
+}
+
 // The plan of the launch covering rows [row0, row0 + kKeyProductRowsPerLaunch).
 inline KeyProductPlan key_product_plan(const KeyProductShape& s, const std::vector<KeyProductRow>& rows,
                                        const std::vector<const uint32_t*>& conv,

@@ -17,20 +17,11 @@ ffi::Error key_product_cpu(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
                            ffi::ResultBuffer<ffi::U32> out, ffi::Span<const int32_t> source,
                            ffi::Span<const int32_t> key_poly, int64_t key_part,
                            ffi::Span<const int64_t> moduli, ffi::Span<const int64_t> scale) {
-  std::vector<ffi::AnyBuffer::Dimensions> conv_dims;
-  std::vector<const uint32_t*> conv_ptr;
-  for (size_t i = 0; i < convs.size(); ++i) {
-    auto c = convs.get<ffi::Buffer<ffi::U32>>(i);
-    if (c.has_error()) return key_product_error("conv operands must be uint32 arrays");
-    conv_dims.push_back(c->dimensions());
-    conv_ptr.push_back(c->typed_data());
-  }
   KeyProductShape s;
   std::vector<KeyProductRow> rows;
-  const ffi::AnyBuffer::Dimensions sub_dims = sub ? sub->dimensions() : ffi::AnyBuffer::Dimensions();
-  if (auto e = check_key_product_args(x.dimensions(), key.dimensions(), conv_dims,
-                                      sub ? &sub_dims : nullptr, out->dimensions(), source,
-                                      key_poly, key_part, moduli, scale, &s, &rows);
+  std::vector<const uint32_t*> conv_ptr;
+  if (auto e = decode_key_product_args(x, key, sub, convs, out->dimensions(), source, key_poly, key_part, moduli,
+                                       scale, &s, &rows, &conv_ptr);
       e.failure())
     return e;
   const int64_t n = s.n, R = s.rows, D = s.digits;
