@@ -94,83 +94,53 @@ __device__ __forceinline__ Round<LOGR, K> inverse_round(int rd) {
   return forward_round<LOGR, K>(kRounds - 1 - rd);
 }
 
-// The twiddles of one round, in registers: pair k enumerates (local stage d, unit group gi,
-// twiddle j) in the order compute_round consumes them. A round of rho stages over units of
-// 2^rho elements needs (2^LOGR >> rho) (2^rho - 1) <= 2^LOGR - 1 pairs.
-template <int LOGR>
-struct RoundTwiddles {
-  uint32_t w[(1 << LOGR) - 1], ws[(1 << LOGR) - 1];
-};
-
-// Visits the round's twiddle slots as f(k, d, gi, j, twiddle index). For unit v (high =
-// v / tau) at local stage sigma = sig_lo + d, the group index u >> (K - sigma) equals
-// (high << d) + (e >> (rho - d)), so each distinct twiddle is loaded once per unit.
-template <int LOGR, int K, bool INVERSE, typename F>
-__device__ __forceinline__ void for_round_twiddles(const Round<LOGR, K>& rd, int tt, uint32_t W, F f) {
+// One round of butterflies on the thread's registers. For unit v (high = v / tau) at local
+// stage sigma = sig_lo + d, the group index u >> (K - sigma) equals (high << d) + (e >> (rho - d)),
+// so each distinct twiddle is loaded once per unit.
+template <int LOGR, int K, int P, bool INVERSE, bool LAZY>
+__device__ __forceinline__ void compute_round(uint32_t (&x)[P][1 << LOGR], const Round<LOGR, K>& rd,
+                                              int tt, uint32_t W, const uint32_t* __restrict__ tw,
+                                              const uint32_t* __restrict__ tws, uint32_t q) {
   constexpr int kR = 1 << LOGR;
+  const int span = 1 << rd.rho;
   const int groups = kR >> rd.rho;
   const int units_per_group = (1 << K) / kR;
-  int k = 0;
+  const uint32_t two_q = register_two_q(q);
 #pragma unroll
   for (int qs = 0; qs < LOGR; ++qs) {
     if (qs >= rd.rho) break;
     const int d = INVERSE ? rd.rho - 1 - qs : qs;  // sigma - sig_lo
     const int sigma = rd.sig_lo + d;
+    const int h = 1 << (rd.rho - 1 - d);           // pair distance in e
 #pragma unroll
     for (int gi = 0; gi < kR; ++gi) {
       if (gi >= groups) break;
       const uint32_t high = static_cast<uint32_t>(gi * units_per_group + tt) / rd.tau();
       const uint32_t tw0 = (W << sigma) + (high << d);
-      // fixed trip counts so the loops unroll completely and k stays a constant
+      // fixed trip counts so the loops unroll completely and x[] stays in registers
 #pragma unroll
       for (int j = 0; j < kR / 2; ++j) {
         if (j >= (1 << d)) break;
-        f(k++, d, gi, j, tw0 + j);
-      }
-    }
-  }
-}
-
-// Issues the loads of a round's twiddles. run_rounds calls it for the next round before the
-// shared-memory exchange, so that their latency (an L2 round trip for the row phase's
-// per-row twiddles) overlaps the exchange and its barriers instead of stalling the round.
-template <int LOGR, int K, bool INVERSE>
-__device__ __forceinline__ void load_round_twiddles(RoundTwiddles<LOGR>& t, const Round<LOGR, K>& rd,
-                                                    int tt, uint32_t W, const uint32_t* __restrict__ tw,
-                                                    const uint32_t* __restrict__ tws) {
-  for_round_twiddles<LOGR, K, INVERSE>(rd, tt, W, [&](int k, int, int, int, uint32_t i) {
-    t.w[k] = __ldg(tw + i);
-    t.ws[k] = __ldg(tws + i);
-  });
-}
-
-// One round of butterflies on the thread's registers, with the round's twiddles in t.
-template <int LOGR, int K, int P, bool INVERSE, bool LAZY>
-__device__ __forceinline__ void compute_round(uint32_t (&x)[P][1 << LOGR], const Round<LOGR, K>& rd,
-                                              int tt, uint32_t W, const RoundTwiddles<LOGR>& t,
-                                              uint32_t q) {
-  const int span = 1 << rd.rho;
-  const uint32_t two_q = register_two_q(q);
-  for_round_twiddles<LOGR, K, INVERSE>(rd, tt, W, [&](int k, int d, int gi, int j, uint32_t) {
-    const uint32_t w = t.w[k], ws = t.ws[k];
-    const int h = 1 << (rd.rho - 1 - d);  // pair distance in e
+        const uint32_t w = __ldg(tw + tw0 + j), ws = __ldg(tws + tw0 + j);
 #pragma unroll
-    for (int ee = 0; ee < (1 << LOGR); ++ee) {
-      if (ee >= (1 << (rd.rho - d))) break;
-      const int e = (j << (rd.rho - d)) + ee;
-      if (e & h) continue;
+        for (int ee = 0; ee < kR; ++ee) {
+          if (ee >= (1 << (rd.rho - d))) break;
+          const int e = (j << (rd.rho - d)) + ee;
+          if (e & h) continue;
 #pragma unroll
-      for (int p = 0; p < P; ++p) {
-        uint32_t& a = x[p][gi * span + e];
-        uint32_t& b = x[p][gi * span + e + h];
-        if (INVERSE) {
-          if (LAZY) gs_butterfly_lazy(a, b, w, ws, q, two_q); else gs_butterfly(a, b, w, ws, q);
-        } else {
-          if (LAZY) ct_butterfly_lazy(a, b, w, ws, q, two_q); else ct_butterfly(a, b, w, ws, q);
+          for (int p = 0; p < P; ++p) {
+            uint32_t& a = x[p][gi * span + e];
+            uint32_t& b = x[p][gi * span + e + h];
+            if (INVERSE) {
+              if (LAZY) gs_butterfly_lazy(a, b, w, ws, q, two_q); else gs_butterfly(a, b, w, ws, q);
+            } else {
+              if (LAZY) ct_butterfly_lazy(a, b, w, ws, q, two_q); else ct_butterfly(a, b, w, ws, q);
+            }
+          }
         }
       }
     }
-  });
+  }
 }
 
 // Run all rounds of a size-2^K sub-transform on P polynomials. LoadG/StoreG map (polynomial p,
@@ -211,19 +181,13 @@ __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* t
       }
     }
   }
-  RoundTwiddles<LOGR> twr;
-  load_round_twiddles<LOGR, K, INVERSE>(twr, round_at(0), tt, W, tw, tws);
   after_load();
 #pragma unroll
   for (int rd = 0; rd < kRounds; ++rd) {
     const Round<LOGR, K> cur = round_at(rd);
-    compute_round<LOGR, K, P, INVERSE, LAZY>(x, cur, tt, W, twr, q);
+    compute_round<LOGR, K, P, INVERSE, LAZY>(x, cur, tt, W, tw, tws, q);
     const int span = 1 << cur.rho;
     if (rd + 1 < kRounds) {
-#ifndef JAX_FHE_NTT_NO_TWIDDLE_PREFETCH  // (defined only to measure the difference)
-      // the next round's twiddles, in flight during the exchange
-      load_round_twiddles<LOGR, K, INVERSE>(twr, round_at(rd + 1), tt, W, tw, tws);
-#endif
 #pragma unroll
       for (int i = 0; i < kR; ++i) {
 #pragma unroll
@@ -238,9 +202,6 @@ __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* t
         for (int p = 0; p < P; ++p) x[p][i] = smem[sidx(p, nxt.index(tt, i / nspan, i % nspan))];
       }
       __syncthreads();
-#ifdef JAX_FHE_NTT_NO_TWIDDLE_PREFETCH
-      load_round_twiddles<LOGR, K, INVERSE>(twr, nxt, tt, W, tw, tws);
-#endif
     } else if (CONTIG && cur.tau() == 1 && span >= 4) {
 #pragma unroll
       for (int i4 = 0; i4 < kR / 4; ++i4) {

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# The NTT built two ways, measured in one device call: for each CUDA-flags variant in
-# $AB_VARIANTS (";"-separated, default: the build without the twiddle prefetch, then the default
-# build), rebuild and run the NTT at N = 2^16, L = 48 (B = 1, 16) and at PIR's ring (N = 4096,
+# The NTT built several ways, measured in one device call: for each CUDA-flags variant in
+# $AB_VARIANTS (";"-separated; give a harmless define such as -DAB_DEFAULT for the default
+# build: an empty last field is dropped), rebuild and run the NTT at N = 2^16, L = 48 (B = 1, 16) and at PIR's ring (N = 4096,
 # L = 3); then the GPU NTT tests on the last build (SKIP_TESTS=1 skips). Output streams line
 # by line (a time-out keeps what was printed); logs under $OUT.
 set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 JAX_FHE_CUDA=ON JAX_FHE_CUDA_GENCODE="-gencode=arch=compute_90a,code=sm_90a"
-IFS=';' read -ra variants <<< "${AB_VARIANTS:--DJAX_FHE_NTT_NO_TWIDDLE_PREFETCH;}"
+IFS=';' read -ra variants <<< "${AB_VARIANTS:--DAB_DEFAULT}"
 i=0
 for flags in "${variants[@]}"; do
   i=$((i + 1)); t0=$(date +%s)
   CMAKE_ARGS="-DCMAKE_CUDA_FLAGS=$flags" python3 -m pip install --no-build-isolation --no-deps -e . \
     > "$OUT/build_$i.log" 2>&1 || { tail -30 "$OUT/build_$i.log"; exit 1; }
   echo "== variant $i: CUDA flags '$flags' (build $(( $(date +%s) - t0 )) s)"
+  rm -rf /tmp/ab_trace_$i /tmp/ab_pir_$i  # a trace left by an earlier call would be read instead
   timeout 90 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt --limbs 48 --batches 1,16 \
     --trace /tmp/ab_trace_$i 2>&1 | tee "$OUT/ntt_$i.log" | grep --line-buffered -E "^(ntt|intt)30 +[0-9]|copy bandwidth"
   timeout 90 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt,lift --log-n 12 --limbs 3 \
