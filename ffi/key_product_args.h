@@ -21,7 +21,8 @@
 //   x      [B..., Lx, N]            conv_i  [B..., Lc_i, N]
 //          (each data operand has the output's batch entries, or a single one that serves all:
 //          jax.vmap with vmap_method="expand_dims" gives unbatched operands size-1 axes)
-//   key    [..., N]                 the key's polynomials, flattened (any leading shape)
+//   key    [Bk..., K, N]            the key's K polynomials (flattened [dnum, 2, T] for a
+//                                   KeySwitchKey), with batch axes Bk (one entry or the output's)
 //   sub    [B..., 2, R, N]          (ModDown variant)         out [B..., 2, R, N]
 // Attributes: source int32[D * R], key_poly int32[D * R], key_part (int64), moduli int64[R]
 // (p_j < 2^31), and for the ModDown variant scale int64[R] (scale_j < p_j).
@@ -62,8 +63,8 @@ struct KeyProductPlan {
 // Shapes of one call, checked against each other and the attributes.
 struct KeyProductShape {
   int64_t batch = 0, n = 0, lx = 0, rows = 0, digits = 0;  // batch: the output's
-  int64_t key_polys = 0, key_part = 0;
-  bool x_batched = true, sub_batched = true;
+  int64_t key_polys = 0, key_part = 0;  // key_polys: K, per batch entry of the key
+  bool x_batched = true, sub_batched = true, key_batched = false;
   std::vector<int64_t> conv_rows;
   std::vector<bool> conv_batched;
 };
@@ -140,10 +141,13 @@ inline ffi::Error check_key_product_args(
     if (auto e = key_product_batch(*sub, 3, "sub", &b); e.failure()) return e;
     if (auto e = batched(b, "sub", &s->sub_batched); e.failure()) return e;
   }
-  if (key.size() < 1 || key[key.size() - 1] != s->n)
-    return key_product_error("the key's last axis must be N = " + std::to_string(s->n));
-  s->key_polys = 1;
-  for (size_t i = 0; i + 1 < key.size(); ++i) s->key_polys *= key[i];
+  if (key.size() < 2 || key[key.size() - 1] != s->n)
+    return key_product_error("the key must be [Bk..., K, N] with N = " + std::to_string(s->n));
+  s->key_polys = key[key.size() - 2];
+  int64_t kb = 0;
+  if (auto e = key_product_batch(key, 2, "key", &kb); e.failure()) return e;
+  if (auto e = batched(kb, "the key", &s->key_batched); e.failure()) return e;
+  if (s->batch == 1) s->key_batched = false;
   s->key_part = key_part;
   const int64_t R = s->rows, D = s->digits;
   if (static_cast<int64_t>(source.size()) != D * R || static_cast<int64_t>(key_poly.size()) != D * R)

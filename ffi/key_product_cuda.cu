@@ -5,7 +5,8 @@
 // row's D key words of both key parts once (2 D x 16-byte loads) and then loops over every
 // batch entry, reading each digit's extended limb where ModUp left it (x for the digit's own
 // rows, conv_i for the others) and writing both parts of the output. Each key polynomial is
-// thus read once per launch whatever the batch, and no extended digit is assembled. The 64-bit
+// thus read once per launch whatever the batch (unless the key itself is batched: jax.vmap over
+// keys; then each entry's key is loaded in the loop), and no extended digit is assembled. The 64-bit
 // sums take one IMAD.WIDE per term; four terms of residues below 2^31 stay below 2^64, so
 // digits beyond four fold the accumulator first (as on the CPU).
 #include <cuda_runtime.h>
@@ -39,7 +40,7 @@ __global__ void __launch_bounds__(256)
     key_product_kernel(const uint32_t* __restrict__ x, const uint32_t* __restrict__ key,
                        const uint32_t* __restrict__ sub, uint32_t* __restrict__ out,
                        int64_t batch, bool x_batched, bool sub_batched, int lx, int log_n,
-                       int rows_total, int64_t key_part,
+                       int rows_total, int64_t key_part, int64_t key_stride,
                        const __grid_constant__ KeyProductPlan plan) {
   const int j = blockIdx.y;
   const int64_t n = int64_t{1} << log_n;
@@ -50,11 +51,17 @@ __global__ void __launch_bounds__(256)
   uint32_t k[D][2][kVec];
   const uint32_t* src[D];
   int64_t src_stride[D];  // words between batch entries
+  auto load_key = [&](int64_t b) {
+#pragma unroll
+    for (int i = 0; i < D; ++i) {
+      const uint32_t* kp = key + b * key_stride + static_cast<int64_t>(plan.key_poly[i][j]) * n + t0;
+      load4(kp, k[i][0]);
+      load4(kp + key_part * n, k[i][1]);
+    }
+  };
+  load_key(0);
 #pragma unroll
   for (int i = 0; i < D; ++i) {
-    const uint32_t* kp = key + static_cast<int64_t>(plan.key_poly[i][j]) * n + t0;
-    load4(kp, k[i][0]);
-    load4(kp + key_part * n, k[i][1]);
     const int s = plan.source[i][j];
     if (s < lx) {
       src[i] = x + static_cast<int64_t>(s) * n + t0;
@@ -66,6 +73,7 @@ __global__ void __launch_bounds__(256)
   }
   const int64_t row = plan.row0 + j;
   for (int64_t b = 0; b < batch; ++b) {
+    if (key_stride != 0 && b > 0) load_key(b);
     uint64_t acc[2][kVec] = {};
 #pragma unroll
     for (int i = 0; i < D; ++i) {
@@ -104,11 +112,12 @@ template <bool MODDOWN>
 void launch_digits(int digits, dim3 grid, dim3 block, cudaStream_t stream, const uint32_t* x,
                    const uint32_t* key, const uint32_t* sub, uint32_t* out, int64_t batch,
                    bool x_batched, bool sub_batched, int lx, int log_n, int rows_total,
-                   int64_t key_part, const KeyProductPlan& plan) {
+                   int64_t key_part, int64_t key_stride, const KeyProductPlan& plan) {
 #define JAX_FHE_KP_CASE(D_)                                                                   \
   case D_:                                                                                    \
     key_product_kernel<D_, MODDOWN><<<grid, block, 0, stream>>>(                              \
-        x, key, sub, out, batch, x_batched, sub_batched, lx, log_n, rows_total, key_part, plan); \
+        x, key, sub, out, batch, x_batched, sub_batched, lx, log_n, rows_total, key_part,      \
+        key_stride, plan);                                                                    \
     break;
   switch (digits) {
     JAX_FHE_KP_CASE(1)
@@ -147,7 +156,8 @@ ffi::Error key_product_cuda(cudaStream_t stream, ffi::Buffer<ffi::U32> x, ffi::B
     auto launch = sub ? launch_digits<true> : launch_digits<false>;
     launch(static_cast<int>(s.digits), grid, dim3(threads), stream, x.typed_data(),
            key.typed_data(), sub ? sub->typed_data() : nullptr, out->typed_data(), s.batch,
-           s.x_batched, s.sub_batched, static_cast<int>(s.lx), log_n, static_cast<int>(s.rows), s.key_part, plan);
+           s.x_batched, s.sub_batched, static_cast<int>(s.lx), log_n, static_cast<int>(s.rows), s.key_part,
+           s.key_batched ? s.key_polys * s.n : 0, plan);
   }
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)

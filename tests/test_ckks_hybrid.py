@@ -116,9 +116,16 @@ def test_key_switch_equals_the_three_stages(basis, qrows):
     s = ops.ntt(jnp.asarray(rns.to_residues(r.ternary((2, N)), primes)), ring)
     key = rlwe.gen_switching_key(ring, s[0], s[1], num_q=5, alpha=2, sigma=3.2, rng=r)
     x = jnp.asarray(np.moveaxis(r.uniform_mod([primes[i] for i in qrows], (3, N)), 0, 1))
-    staged = lambda v: rlwe.mod_down(rlwe.key_inner_product(rlwe.mod_up(v, ring, tables), key, ring,  # noqa: E731
-                                                            tables), ring, tables)
+    staged_key = lambda v, k: rlwe.mod_down(rlwe.key_inner_product(rlwe.mod_up(v, ring, tables), k, ring,  # noqa: E731
+                                                                   tables), ring, tables)
+    staged = lambda v: staged_key(v, key)  # noqa: E731
     want = np.asarray(jax.vmap(staged)(x))
     np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(rlwe.key_switch, in_axes=(0, None, None, None)))(
         x, key, ring, tables)), want)
     np.testing.assert_array_equal(np.asarray(rlwe.key_switch(x[1], key, ring, tables)), want[1])
+    # vmap over keys: every entry switches under its own key
+    key2 = rlwe.gen_switching_key(ring, s[1], s[0], num_q=5, alpha=2, sigma=3.2, rng=r)
+    keys = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), key, key2)
+    by_key = jax.vmap(rlwe.key_switch, in_axes=(None, 0, None, None))(x[0], keys, ring, tables)
+    np.testing.assert_array_equal(np.asarray(by_key[0]), want[0])
+    np.testing.assert_array_equal(np.asarray(by_key[1]), np.asarray(staged_key(x[0], key2)))

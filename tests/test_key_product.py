@@ -61,9 +61,9 @@ def test_matches_integer_reference(digits, rows, device, put, rng):
     np.testing.assert_array_equal(y[..., cols], want)
 
 
-@pytest.mark.parametrize("digits", [1, 4, 5])
-def test_mod_down_epilogue(digits, device, put, rng):
-    rows = 6
+@pytest.mark.parametrize("digits, rows", [(1, 6), (4, 6), (5, 6), (8, 3), (2, 70)])
+def test_mod_down_epilogue(digits, rows, device, put, rng):
+    """D = 8 folds once; 70 rows: the second launch's rows of sub and out start at row 64."""
     primes, x, convs, key, source, key_poly, key_part = _case(rng, digits, rows)
     sub = np.stack([random_residues(rng, primes, N, batch=(2,)) for _ in range(2)], axis=1)
     scale = [int(v) % p for v, p in zip(rng.integers(0, 2**31, rows), primes)]
@@ -89,6 +89,34 @@ def test_jit_vmap_and_shared_operands(device, put, rng):
     np.testing.assert_array_equal(np.asarray(jax.jit(f)(xs[1])), eager[1])
     shared = ops.digit_key_product(xs, [c[None] for c in cs], k, **kw)
     np.testing.assert_array_equal(np.asarray(shared), eager)
+    # x shared, conversions batched (and under vmap over the conversions only)
+    cb = [put(jnp.asarray(c)) for c in convs]
+    g = lambda *cv: ops.digit_key_product(xs[1], list(cv), k, **kw)  # noqa: E731
+    loop = np.stack([np.asarray(g(*(c[b] for c in cb))) for b in range(3)])
+    np.testing.assert_array_equal(np.asarray(jax.vmap(g)(*cb)), loop)
+    np.testing.assert_array_equal(np.asarray(ops.digit_key_product(xs[1][None], cb, k, **kw)), loop)
+
+
+def test_batched_keys_and_shared_sub(device, put, rng):
+    """vmap over keys (each entry its own key) equals a loop; a sub with one batch entry serves
+    every entry."""
+    primes, x, convs, key, source, key_poly, key_part = _case(rng, 3, 5, batch=2)
+    kw = dict(source=source, key_poly=key_poly, key_part=key_part, moduli=primes)
+    keys = put(jnp.asarray(np.stack([key, np.roll(key, 7, axis=-1), np.roll(key, 1, axis=0)])))
+    xs, cs = put(jnp.asarray(x[0])), [put(jnp.asarray(c[0])) for c in convs]
+    f = lambda k: ops.digit_key_product(xs, cs, k, **kw)  # noqa: E731
+    loop = np.stack([np.asarray(f(keys[i])) for i in range(3)])
+    assert not np.array_equal(loop[0], loop[1])
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(f))(keys)), loop)
+    sub = random_residues(rng, primes, N, batch=(2,))
+    scale = [3] * len(primes)
+    xb, cb = put(jnp.asarray(x)), [put(jnp.asarray(c)) for c in convs]
+    h = lambda s: ops.digit_key_product(xb, cb, keys[0], sub=s, scale=scale, **kw)  # noqa: E731
+    got = np.asarray(h(put(jnp.asarray(sub))[None]))
+    cols = sorted({0, 1, N - 1, *rng.integers(0, N, 8).tolist()})
+    want = _reference(x, convs, np.asarray(keys[0]), source, key_poly, key_part, primes, cols,
+                      sub=np.broadcast_to(sub, (2,) + sub.shape), scale=scale)
+    np.testing.assert_array_equal(got[..., cols], want)
 
 
 def test_bad_inputs():

@@ -30,7 +30,7 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
 
     x:        uint32[B..., Lx, N]     the ciphertext component (each digit's own limbs)
     convs:    D arrays uint32[B..., Lc_i, N], digit i's ModUp conversion (1 <= D <= 8)
-    key:      uint32[..., N]          the key's polynomials (flattened by the kernel)
+    key:      uint32[..., K, N]       the key's K polynomials (leading axes: batch)
     source:   int[D, R]               where digit i's row j comes from (see the module doc)
     key_poly: int[D, R]               flat key polynomial of (i, j) for part 0; part 1 at
                                       ``+ key_part``
@@ -53,18 +53,23 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
     for c in convs:
         if c.shape[-1] != x.shape[-1]:
             raise ValueError(f"digit_key_product: conv shape {c.shape} does not match x {x.shape}")
-    if getattr(key, "dtype", None) != jnp.uint32 or key.ndim < 1 or key.shape[-1] != x.shape[-1]:
-        raise ValueError(f"digit_key_product: key must be uint32[..., {x.shape[-1]}]")
+    if getattr(key, "dtype", None) != jnp.uint32 or key.ndim < 2 or key.shape[-1] != x.shape[-1]:
+        raise ValueError(f"digit_key_product: key must be uint32[..., K, {x.shape[-1]}]")
+    if sub is not None:
+        sub = as_poly(sub, "digit_key_product")
+        if sub.ndim < 3 or sub.shape[-3:] != (2, r, x.shape[-1]):
+            raise ValueError(f"digit_key_product: sub must have shape [..., 2, {r}, {x.shape[-1]}], got {sub.shape}")
     # batch axes: the kernel serves an operand with a single batch entry to every entry
+    operands = [("x", x.shape[:-2]), *((f"conv {i}", c.shape[:-2]) for i, c in enumerate(convs)),
+                ("key", key.shape[:-2])] + ([("sub", sub.shape[:-3])] if sub is not None else [])
     try:
-        lead = jnp.broadcast_shapes(x.shape[:-2], *(c.shape[:-2] for c in convs))
+        lead = jnp.broadcast_shapes(*(b for _, b in operands))
     except ValueError:
-        raise ValueError(f"digit_key_product: the batch axes of x {x.shape[:-2]} and the "
-                         f"conversions {[c.shape[:-2] for c in convs]} do not broadcast") from None
+        raise ValueError(f"digit_key_product: the batch axes {dict(operands)} do not broadcast") from None
     size = int(np.prod(lead))
-    for what, a in [("x", x), *((f"conv {i}", c) for i, c in enumerate(convs))]:
-        if int(np.prod(a.shape[:-2])) not in (1, size):
-            raise ValueError(f"digit_key_product: {what} has batch axes {a.shape[:-2]}; each operand "
+    for what, b in operands:
+        if int(np.prod(b)) not in (1, size):
+            raise ValueError(f"digit_key_product: {what} has batch axes {b}; each operand "
                              f"needs all {lead} entries or a single one")
     out = jax.ShapeDtypeStruct(lead + (2, r, x.shape[-1]), jnp.uint32)
     attrs = dict(source=source.reshape(-1), key_poly=key_poly.reshape(-1), key_part=int(key_part),
@@ -74,9 +79,6 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
             raise ValueError("digit_key_product: scale is only used with sub")
         call = jax.ffi.ffi_call("jax_fhe_key_inner_product", out, vmap_method="expand_dims")
         return call(x, key, *convs, **attrs)
-    sub = as_poly(sub, "digit_key_product")
-    if sub.shape[-3:] != out.shape[-3:] or int(np.prod(sub.shape[:-3])) not in (1, size):
-        raise ValueError(f"digit_key_product: sub must have shape {out.shape}, got {sub.shape}")
     scale = np.asarray(scale, dtype=np.int64)
     if scale.shape != (r,):
         raise ValueError(f"digit_key_product: scale must be [{r}], got {scale.shape}")

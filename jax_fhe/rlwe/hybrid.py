@@ -354,7 +354,8 @@ def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
         raise ValueError(f"key_switch: expected {len(tables.digits)} ModUp conversions, got {len(convs)}")
     t = key.data.shape[-2]
     static = (ring.primes, tables.rows, tables.digits, tuple(c.dst_rows for c in tables.mod_up), t)
-    flat_key = key.data.reshape((-1, key.data.shape[-1]))
+    # [dnum, 2, T, N] -> [2 dnum T, N]; leading (batch) axes stay (e.g. a key batch from vmap)
+    flat_key = key.data.reshape(key.data.shape[:-4] + (-1, key.data.shape[-1]))
 
     def product(out_rows, **epilogue):
         source, key_poly, moduli = _product_plan(*static, tuple(out_rows))
