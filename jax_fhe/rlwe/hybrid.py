@@ -26,7 +26,12 @@ kernels can replace them one by one:
    centered: :func:`exact_conv`) to B, NTT, subtract, multiply by P^-1. The result
    ``uint32[..., 2, L, N]`` decrypts under s to x s' + (small).
 
-:func:`key_switch` chains the three. Tables for one basis are a :class:`HybridTables` pytree
+:func:`key_switch` computes what the three chained compute, bit for bit, without assembling
+the extended digits: :func:`mod_up_convs` (one INTT launch for every digit, each digit's
+centered BConv and NTT), then :func:`key_switch_convs`, where the fused key inner product
+(:func:`jax_fhe.ops.digit_key_product`) reads each digit's limbs in place, the special rows go
+through ModDown's conversion and the basis rows' store does the subtract-and-scale. The three
+stages stay as the reference (tests compare against them). Tables for one basis are a :class:`HybridTables` pytree
 (built once per level with :func:`make_hybrid_tables`); keys are :class:`KeySwitchKey` pytrees.
 Everything works under ``jax.jit`` and ``jax.vmap``; tables and keys are arguments.
 """
