@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call that validates on the GPU the code written without one, then measures it:
 #   1. build (sm_90a) and the GPU variants of the tests that cover the new kernels
-#      (VALIDATE_TESTS; default: NTT incl. ntt_lift, the CPU-vs-GPU NTT variants incl. the
+#      (VALIDATE_TESTS; default: NTT incl. ntt_lift, the key inner product, the CPU-vs-GPU NTT variants incl. the
 #      streamed kernel, RLWE-PIR, PIR protocols; -m "gpu and not slow");
 #   2. the PIR stage profile at 16 GiB, batches 32 and 1 (SKIP_PIR=1 skips; PIR_PROFILE_ARGS);
 #   3. the NTT at L = 48 with and without the streamed kernel (SKIP_NTT=1 skips;
@@ -17,7 +17,7 @@ set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 SKIP_TESTS=1 SKIP_BENCH=1 bash scripts/gpu_run.sh || exit 1
-TESTS=${VALIDATE_TESTS:-tests/test_ntt.py tests/test_cross_backend.py tests/test_rlwe_pir.py tests/test_pir_protocols.py}
+TESTS=${VALIDATE_TESTS:-tests/test_ntt.py tests/test_cross_backend.py tests/test_key_product.py tests/test_rlwe_pir.py tests/test_pir_protocols.py}
 if [ "${SKIP_TESTS:-0}" != "1" ]; then
   timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider -m "gpu and not slow" $TESTS "$@" 2>&1 \
     | tee "$OUT/pytest_validate.log" | grep -E "passed|failed|FAILED|Error" | tail -15
