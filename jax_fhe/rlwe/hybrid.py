@@ -179,10 +179,17 @@ def make_hybrid_tables(primes: Sequence[int], rows: Sequence[int], special_rows:
     for _, drows in digits:
         others = [r for r in ext if r not in drows]
         mod_up.append(make_exact_conv(primes, drows, others))
-    big_p = math.prod(int(primes[r]) for r in special)
-    p_inv = [pow(big_p, -1, int(primes[r])) for r in rows]
     return HybridTables(mod_up=tuple(mod_up), mod_down=make_exact_conv(primes, special, rows),
-                        p_inv=device_u32(p_inv), rows=rows, special_rows=special, digits=digits)
+                        p_inv=device_u32(_p_inverse(tuple(int(q) for q in primes), rows, special)),
+                        rows=rows, special_rows=special, digits=digits)
+
+
+@functools.lru_cache(maxsize=256)
+def _p_inverse(primes: tuple, rows: tuple, special_rows: tuple) -> tuple:
+    """P^-1 mod each prime of ``rows``, P the product of the ``special_rows`` primes: ModDown's
+    scale (a device table in HybridTables.p_inv, a kernel attribute in key_switch_convs)."""
+    big_p = math.prod(int(primes[r]) for r in special_rows)
+    return tuple(pow(big_p, -1, int(primes[r])) for r in rows)
 
 
 @pytree_dataclass
@@ -370,9 +377,7 @@ def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
     yp = product(tables.special_rows)                                   # [..., 2, alpha_p, N]
     conv = ops.ntt(exact_conv(ops.intt(yp, ring, tables.special_rows), tables.mod_down, ring),
                    ring, tables.rows)                                   # [..., 2, L, N]
-    big_p = math.prod(int(ring.primes[r]) for r in tables.special_rows)
-    scale = [pow(big_p, -1, int(ring.primes[r])) for r in tables.rows]
-    return product(tables.rows, sub=conv, scale=scale)
+    return product(tables.rows, sub=conv, scale=_p_inverse(ring.primes, tables.rows, tables.special_rows))
 
 
 def key_switch(x, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> jax.Array:
@@ -380,7 +385,6 @@ def key_switch(x, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> 
     and ``key`` switching from s' to s.
 
     Equal, bit for bit, to ``mod_down(key_inner_product(mod_up(x)))``, but the extended digits
-    uint32[..., beta, L+a, N] are never assembled (:func:`key_switch_convs`).
+    uint32[..., beta, L+a, N] are never assembled (:func:`key_switch_convs`, which checks the key).
     """
-    _check_key(key, ring, tables, "key_switch")
     return key_switch_convs(x, mod_up_convs(x, ring, tables), key, ring, tables)
