@@ -22,6 +22,10 @@
 // src_prod: uint32[Lout]  Q mod p_i
 // limb_offset: the conversion reads input limbs [limb_offset, limb_offset + Lin) of x, which
 // may hold more (ModUp converts each digit straight from the INTT of all the basis limbs).
+// digits = D > 1 (ModUp of D digits in one launch): the tables hold D conversions stacked
+// along their first axis (in_consts [D * 3, Lin], mat [D * Lout, Lin], out_consts [D * 4, Lout],
+// inv_fix [D * Lin], src_prod [D * Lout]); conversion d reads limbs [limb_offset + d Lin, limb_offset +
+// (d + 1) Lin) of x and writes limbs [d Lout, (d + 1) Lout) of y = [..., D Lout, N].
 #pragma once
 
 #include <string>
@@ -37,7 +41,9 @@ constexpr int64_t kMaxBconvInLimbs = 64;
 struct BconvShape {
   PolyShape in;
   int64_t lin = 0, lout = 0, batch = 0, offset = 0;
+  int64_t digits = 1;  // conversions in the call (the centered conversion's `digits`)
   int64_t in_stride() const { return in.limbs * in.n; }  // words between batch entries
+  int64_t out_stride() const { return digits * lout * in.n; }
 };
 
 // lin_table < 0: the conversion reads every input limb; otherwise lin_table limbs from limb
@@ -45,25 +51,30 @@ struct BconvShape {
 inline ffi::Error check_bconv_args(ffi::AnyBuffer::Dimensions x, ffi::AnyBuffer::Dimensions in_c,
                                    ffi::AnyBuffer::Dimensions mat, ffi::AnyBuffer::Dimensions out_c,
                                    ffi::AnyBuffer::Dimensions y, int64_t fold_every,
-                                   BconvShape* s, int64_t lin_table = -1, int64_t offset = 0) {
+                                   BconvShape* s, int64_t lin_table = -1, int64_t offset = 0,
+                                   int64_t digits = 1) {
   if (auto e = decode_poly_shape(x, "bconv input", &s->in); e.failure()) return e;
   s->lin = lin_table < 0 ? s->in.limbs : lin_table;
   s->offset = offset;
+  s->digits = digits;
   s->batch = s->in.polys / (s->in.limbs > 0 ? s->in.limbs : 1);
   if (s->lin < 1 || s->lin > kMaxBconvInLimbs)
     return ffi::Error::InvalidArgument("bconv: input limb count must be in [1, 64]");
-  if (offset < 0 || offset + s->lin > s->in.limbs)
+  if (digits < 1 || offset < 0 || offset + digits * s->lin > s->in.limbs)
     return ffi::Error::InvalidArgument("bconv_centered: limbs [" + std::to_string(offset) + ", " +
-                                       std::to_string(offset + s->lin) + ") are not all in the "
+                                       std::to_string(offset + digits * s->lin) + ") are not all in the "
                                        "input's " + std::to_string(s->in.limbs) + " limbs");
   if (y.size() != x.size()) return ffi::Error::InvalidArgument("bconv: output rank mismatch");
-  s->lout = y[y.size() - 2];
+  if (y[y.size() - 2] % digits != 0)
+    return ffi::Error::InvalidArgument("bconv_centered: the output limbs must be digits * Lout");
+  s->lout = y[y.size() - 2] / digits;
   for (size_t i = 0; i < x.size(); ++i)
     if (i != x.size() - 2 && y[i] != x[i])
       return ffi::Error::InvalidArgument("bconv: output shape mismatch");
-  if (auto e = expect_count(in_c, 2, 3 * s->lin, "bconv input constants"); e.failure()) return e;
-  if (auto e = expect_count(mat, 2, s->lout * s->lin, "bconv matrix"); e.failure()) return e;
-  if (auto e = expect_count(out_c, 2, 4 * s->lout, "bconv output constants"); e.failure()) return e;
+  if (auto e = expect_count(in_c, 2, digits * 3 * s->lin, "bconv input constants"); e.failure()) return e;
+  if (auto e = expect_count(mat, 2, digits * s->lout * s->lin, "bconv matrix"); e.failure()) return e;
+  if (auto e = expect_count(out_c, 2, digits * 4 * s->lout, "bconv output constants"); e.failure())
+    return e;
   if (fold_every < 1) return ffi::Error::InvalidArgument("bconv: fold_every must be >= 1");
   return ffi::Error::Success();
 }
@@ -75,14 +86,18 @@ inline ffi::Error check_bconv_centered_args(
     ffi::AnyBuffer::Dimensions x, ffi::AnyBuffer::Dimensions in_c, ffi::AnyBuffer::Dimensions mat,
     ffi::AnyBuffer::Dimensions out_c, ffi::AnyBuffer::Dimensions inv_fix,
     ffi::AnyBuffer::Dimensions src_prod, ffi::AnyBuffer::Dimensions y, int64_t fold_every,
-    int64_t fix_bits, int64_t limb_offset, BconvShape* s) {
+    int64_t fix_bits, int64_t limb_offset, int64_t digits, BconvShape* s) {
+  if (digits < 1 || digits > 64)
+    return ffi::Error::InvalidArgument("bconv_centered: digits must be in [1, 64], got " +
+                                       std::to_string(digits));
   // the source limb count is the tables' (in_consts holds three rows of one entry per limb)
   int64_t lin3 = 0;
   if (auto e = table_size(in_c, 2, "bconv input constants", &lin3); e.failure()) return e;
-  if (lin3 % 3 != 0)
-    return ffi::Error::InvalidArgument("bconv_centered: input constants must be [3, Lin]");
-  const int64_t lin = lin3 / 3;
-  if (auto e = check_bconv_args(x, in_c, mat, out_c, y, fold_every, s, lin, limb_offset); e.failure())
+  if (lin3 % (3 * digits) != 0)
+    return ffi::Error::InvalidArgument("bconv_centered: input constants must be [digits, 3, Lin]");
+  const int64_t lin = lin3 / (3 * digits);
+  if (auto e = check_bconv_args(x, in_c, mat, out_c, y, fold_every, s, lin, limb_offset, digits);
+      e.failure())
     return e;
   if (s->lin > kMaxCenteredInLimbs)
     return ffi::Error::InvalidArgument(
@@ -91,8 +106,9 @@ inline ffi::Error check_bconv_centered_args(
   if (fix_bits < 1 || fix_bits > 28)
     return ffi::Error::InvalidArgument("bconv_centered: fix_bits must be in [1, 28], got " +
                                        std::to_string(fix_bits));
-  if (auto e = expect_count(inv_fix, 1, s->lin, "bconv_centered inv_fix"); e.failure()) return e;
-  if (auto e = expect_count(src_prod, 1, s->lout, "bconv_centered src_prod"); e.failure()) return e;
+  if (auto e = expect_count(inv_fix, 1, digits * s->lin, "bconv_centered inv_fix"); e.failure()) return e;
+  if (auto e = expect_count(src_prod, 1, digits * s->lout, "bconv_centered src_prod"); e.failure())
+    return e;
   return ffi::Error::Success();
 }
 

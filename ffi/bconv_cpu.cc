@@ -32,7 +32,7 @@ void bconv_cpu(const BconvShape& s, const uint32_t* x, const uint32_t* in_consts
     const int64_t b = item / tiles, c0 = (item % tiles) * kTile;
     const int64_t cn = std::min(kTile, n - c0);
     const uint32_t* xb = x + b * s.in_stride() + s.offset * n;
-    uint32_t* yb = y + b * lout * n;
+    uint32_t* yb = y + b * s.out_stride();
     std::vector<uint32_t> yt(lin * kTile), kt(kTile, 0u);
     for (int64_t j = 0; j < lin; ++j)
       for (int64_t c = 0; c < cn; ++c) {
@@ -77,17 +77,24 @@ ffi::Error BconvCenteredCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> i
                                 ffi::Buffer<ffi::U32> mat, ffi::Buffer<ffi::U32> out_consts,
                                 ffi::Buffer<ffi::U32> inv_fix, ffi::Buffer<ffi::U32> src_prod,
                                 ffi::ResultBuffer<ffi::U32> y, int64_t fold_every,
-                                int64_t fix_bits, int64_t limb_offset) {
+                                int64_t fix_bits, int64_t limb_offset, int64_t digits) {
   BconvShape s;
   if (auto e = check_bconv_centered_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
                                          out_consts.dimensions(), inv_fix.dimensions(),
                                          src_prod.dimensions(), y->dimensions(), fold_every,
-                                         fix_bits, limb_offset, &s);
+                                         fix_bits, limb_offset, digits, &s);
       e.failure())
     return e;
-  const Centering cen{inv_fix.typed_data(), src_prod.typed_data(), static_cast<int>(fix_bits)};
-  bconv_cpu(s, x.typed_data(), in_consts.typed_data(), mat.typed_data(), out_consts.typed_data(),
-            y->typed_data(), fold_every, &cen);
+  // conversion d: its tables, input limbs from limb_offset + d Lin, output limbs from d Lout
+  for (int64_t d = 0; d < s.digits; ++d) {
+    BconvShape sd = s;
+    sd.offset = s.offset + d * s.lin;
+    const Centering cen{inv_fix.typed_data() + d * s.lin, src_prod.typed_data() + d * s.lout,
+                        static_cast<int>(fix_bits)};
+    bconv_cpu(sd, x.typed_data(), in_consts.typed_data() + d * 3 * s.lin,
+              mat.typed_data() + d * s.lout * s.lin, out_consts.typed_data() + d * 4 * s.lout,
+              y->typed_data() + d * s.lout * s.in.n, fold_every, &cen);
+  }
   return ffi::Error::Success();
 }
 
@@ -105,14 +112,15 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCpu, BconvCpuImpl,
 XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCenteredCpu, BconvCenteredCpuImpl,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::U32>>()  // x [..., Lin, N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // in_consts [3, Lin]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // mat [Lout, Lin]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // out_consts [4, Lout]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // inv_fix [Lin]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [Lout]
-                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., Lout, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // in_consts [D * 3, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // mat [D * Lout, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // out_consts [D * 4, Lout]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // inv_fix [D * Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [D * Lout]
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., D * Lout, N]
                                   .Attr<int64_t>("fold_every")
                                   .Attr<int64_t>("fix_bits")
-                                  .Attr<int64_t>("limb_offset"));
+                                  .Attr<int64_t>("limb_offset")
+                                  .Attr<int64_t>("digits"));
 
 }  // namespace jax_fhe

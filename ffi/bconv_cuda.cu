@@ -79,12 +79,26 @@ struct Centering {
 template <int KMAX, int VEC, bool FOLD, bool CENTERED>
 __global__ void __launch_bounds__(kThreads)
     bconv_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, int lin, int lout,
-                 int n, int64_t x_stride, int out_per_block, int fold_every, const uint32_t* __restrict__ in_c,
+                 int n, int64_t x_stride, int64_t y_stride, int digits, int out_per_block,
+                 int fold_every, const uint32_t* __restrict__ in_c,
                  const uint32_t* __restrict__ mat, const uint32_t* __restrict__ out_c,
                  Centering cen) {
   static_assert(KMAX % 4 == 0, "table rows are read as 16-byte vectors");
   static_assert(!CENTERED || KMAX <= 16, "the fixed-point quotient sums at most 16 terms");
   extern __shared__ uint4 sm4[];
+  // blockIdx.y = batch entry * digits + conversion: conversion d has its own tables, reads
+  // input limbs from d * lin and writes output limbs from d * lout (bconv_args.h)
+  const int dg = static_cast<int>(blockIdx.y % static_cast<unsigned>(digits));
+  const int64_t b = blockIdx.y / static_cast<unsigned>(digits);
+  in_c += dg * 3 * lin;
+  mat += static_cast<int64_t>(dg) * lout * lin;
+  out_c += dg * 4 * lout;
+  if (CENTERED) {
+    cen.inv_fix += dg * lin;
+    cen.src_prod += dg * lout;
+  }
+  x += static_cast<int64_t>(dg) * lin * n;
+  y += static_cast<int64_t>(dg) * lout * n;
   const int o0 = blockIdx.z * out_per_block;
   const int on = min(out_per_block, lout - o0);
   uint32_t* sT = reinterpret_cast<uint32_t*>(sm4);  // [on][KMAX], zero-padded
@@ -103,9 +117,8 @@ __global__ void __launch_bounds__(kThreads)
 
   const int c = (blockIdx.x * kThreads + threadIdx.x) * VEC;
   if (c >= n) return;
-  const int64_t b = blockIdx.y;
   const uint32_t* xb = x + b * x_stride + c;
-  uint32_t* yb = y + (b * lout + o0) * n + c;
+  uint32_t* yb = y + b * y_stride + static_cast<int64_t>(o0) * n + c;
 
   // pre-multiply the inputs by (Q/q_j)^-1 mod q_j (CENTERED: and sum their fixed-point fractions)
   uint32_t v[KMAX][VEC];
@@ -172,7 +185,7 @@ void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
             const uint32_t* out_c, const Centering& cen) {
   const int n = static_cast<int>(s.in.n), lin = static_cast<int>(s.lin), lout = static_cast<int>(s.lout);
   const int tiles = (n + kThreads * VEC - 1) / (kThreads * VEC);
-  const int64_t blocks_xy = static_cast<int64_t>(tiles) * s.batch;
+  const int64_t blocks_xy = static_cast<int64_t>(tiles) * s.batch * s.digits;
   // split the output limbs over blockIdx.z until the grid has JAX_FHE_BCONV_BLOCKS_PER_SM
   // blocks per SM (tuning; each split re-reads the inputs, from L2)
   static const int64_t per_sm = std::max<int64_t>(1, tuning_int("JAX_FHE_BCONV_BLOCKS_PER_SM", 2));
@@ -185,15 +198,17 @@ void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
   const int per_block = (lout + splits - 1) / splits;
   splits = (lout + per_block - 1) / per_block;
   const size_t smem = sizeof(uint32_t) * per_block * per_out;
-  for (int64_t b0 = 0; b0 < s.batch; b0 += 65535) {
-    const int64_t nb = std::min<int64_t>(65535, s.batch - b0);
-    dim3 grid(tiles, static_cast<unsigned>(nb), splits);
+  const int digits = static_cast<int>(s.digits);
+  const int64_t max_batch = 65535 / digits;  // grid.y = batch entries x digits
+  for (int64_t b0 = 0; b0 < s.batch; b0 += max_batch) {
+    const int64_t nb = std::min<int64_t>(max_batch, s.batch - b0);
+    dim3 grid(tiles, static_cast<unsigned>(nb * digits), splits);
     const uint32_t* xs = x + b0 * s.in_stride() + s.offset * n;
-    uint32_t* ys = y + b0 * lout * n;
+    uint32_t* ys = y + b0 * s.out_stride();
     if (fold)
-      bconv_kernel<KMAX, VEC, true, CENTERED><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, s.in_stride(), per_block, fold_every, in_c, mat, out_c, cen);
+      bconv_kernel<KMAX, VEC, true, CENTERED><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, s.in_stride(), s.out_stride(), digits, per_block, fold_every, in_c, mat, out_c, cen);
     else
-      bconv_kernel<KMAX, VEC, false, CENTERED><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, s.in_stride(), per_block, fold_every, in_c, mat, out_c, cen);
+      bconv_kernel<KMAX, VEC, false, CENTERED><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, s.in_stride(), s.out_stride(), digits, per_block, fold_every, in_c, mat, out_c, cen);
   }
 }
 
@@ -244,12 +259,13 @@ ffi::Error BconvCenteredCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                                  ffi::Buffer<ffi::U32> in_consts, ffi::Buffer<ffi::U32> mat,
                                  ffi::Buffer<ffi::U32> out_consts, ffi::Buffer<ffi::U32> inv_fix,
                                  ffi::Buffer<ffi::U32> src_prod, ffi::ResultBuffer<ffi::U32> y,
-                                 int64_t fold_every, int64_t fix_bits, int64_t limb_offset) {
+                                 int64_t fold_every, int64_t fix_bits, int64_t limb_offset,
+                                 int64_t digits) {
   BconvShape s;
   if (auto e = check_bconv_centered_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
                                          out_consts.dimensions(), inv_fix.dimensions(),
                                          src_prod.dimensions(), y->dimensions(), fold_every,
-                                         fix_bits, limb_offset, &s);
+                                         fix_bits, limb_offset, digits, &s);
       e.failure())
     return e;
   return run_bconv<true>(stream, s, fold_every, x.typed_data(), y->typed_data(),
@@ -274,15 +290,16 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCenteredCuda, BconvCenteredCudaImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::PlatformStream<cudaStream_t>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()  // x [..., Lin, N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // in_consts [3, Lin]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // mat [Lout, Lin]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // out_consts [4, Lout]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // inv_fix [Lin]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [Lout]
-                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., Lout, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // in_consts [D * 3, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // mat [D * Lout, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // out_consts [D * 4, Lout]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // inv_fix [D * Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [D * Lout]
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., D * Lout, N]
                                   .Attr<int64_t>("fold_every")
                                   .Attr<int64_t>("fix_bits")
-                                  .Attr<int64_t>("limb_offset"),
+                                  .Attr<int64_t>("limb_offset")
+                                  .Attr<int64_t>("digits"),
                               {ffi::Traits::kCmdBufferCompatible});
 
 }  // namespace jax_fhe

@@ -11,6 +11,9 @@
 //   src_i(b, j) = x[b, source[i, j]]               if source[i, j] < Lx
 //               = conv_i[b, source[i, j] - Lx]      otherwise.
 //
+// D = len(source) / R. There is one conversion operand per digit, or a single one that every
+// digit reads (ModUp's stacked conversions, [B..., D * Lc, N]; the sources then index its limbs).
+//
 // So no extended digit is ever assembled, and every key polynomial is read once per launch,
 // for all batch entries. The ModDown variant (jax_fhe_key_inner_product_mod_down) fuses the
 // last step of ModDown into the store:
@@ -112,15 +115,19 @@ inline ffi::Error check_key_product_args(
   int64_t xb = 0;
   if (auto e = key_product_batch(x, 2, "x", &xb); e.failure()) return e;
   if (auto e = batched(xb, "x", &s->x_batched); e.failure()) return e;
-  s->digits = static_cast<int64_t>(convs.size());
+  s->digits = s->rows > 0 ? static_cast<int64_t>(source.size()) / s->rows
+                          : static_cast<int64_t>(convs.size());
   if (s->digits < 1 || s->digits > kKeyProductMaxDigits)
     return key_product_error("the number of digits must be in [1, " +
                              std::to_string(kKeyProductMaxDigits) + "], got " +
                              std::to_string(s->digits));
+  if (static_cast<int64_t>(convs.size()) != s->digits && convs.size() != 1)
+    return key_product_error("give one conversion per digit (" + std::to_string(s->digits) +
+                             ") or one shared by all, got " + std::to_string(convs.size()));
   s->conv_rows.clear();
   s->conv_batched.clear();
   for (int64_t i = 0; i < s->digits; ++i) {
-    const auto& c = convs[i];
+    const auto& c = convs[convs.size() == 1 ? 0 : i];
     const std::string what = "conv " + std::to_string(i);
     int64_t b = 0;
     bool flag = true;
@@ -221,7 +228,7 @@ inline KeyProductPlan key_product_plan(const KeyProductShape& s, const std::vect
   plan.row0 = static_cast<int32_t>(row0);
   plan.rows = static_cast<int32_t>(std::min<int64_t>(kKeyProductRowsPerLaunch, s.rows - row0));
   for (int64_t i = 0; i < s.digits; ++i) {
-    plan.conv[i] = conv[i];
+    plan.conv[i] = conv[conv.size() == 1 ? 0 : i];
     plan.conv_rows[i] = static_cast<int32_t>(s.conv_rows[i]);
     plan.conv_batched[i] = s.conv_batched[i] ? 1 : 0;
     for (int j = 0; j < plan.rows; ++j) {

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jax_fhe import ckks, rlwe, rns
+from jax_fhe import ckks, ops, rlwe, rns
 from jax_fhe.ops.bconv import bconv_centered
 from jax_fhe.rlwe import hybrid
 from jax_fhe.rlwe.crt import CrtQuotient
@@ -152,11 +152,11 @@ def test_limb_offset_reads_in_place(offset, device, put, rng, monkeypatch):
                   limb_offset=7).block_until_ready()
 
 
-def _raw_call(x, t, inv_fix, src_prod, lout, fix_bits, limb_offset=0):
+def _raw_call(x, t, inv_fix, src_prod, lout, fix_bits, limb_offset=0, digits=1):
     out = jax.ShapeDtypeStruct(x.shape[:-2] + (lout, x.shape[-1]), jnp.uint32)
     return jax.ffi.ffi_call("jax_fhe_bconv_centered", out)(
         x, t.in_consts, t.mat, t.out_consts, inv_fix, src_prod, fold_every=t.fold_every,
-        fix_bits=fix_bits, limb_offset=limb_offset)
+        fix_bits=fix_bits, limb_offset=limb_offset, digits=digits)
 
 
 def test_kernel_argument_checks(device, put, rng):
@@ -212,3 +212,54 @@ def test_ckks_key_switch_fused_equals_unfused(toy, put, monkeypatch):
     jax.clear_caches()
     for off, on in zip(outs[False], outs[True]):
         np.testing.assert_array_equal(on, off)
+
+
+@pytest.mark.parametrize("kind,lin,digits,offset", [("30bit", 4, 3, 0), ("30bit", 3, 2, 2),
+                                                     ("31bit", 12, 4, 0), ("25bit", 4, 2, 1)])
+def test_stacked_equals_each_conversion(kind, lin, digits, offset, device, put, rng):
+    """bconv_centered_stacked (ModUp of every digit in one launch): bit for bit each digit's
+    bconv_centered on its own limbs, concatenated; also under jit and vmap. The digits convert
+    to different target rows (each digit's complement, as in ModUp)."""
+    src, dst = _primes(kind, lin * digits, 5)
+    primes = src + dst
+    pad = [int(q) for q in rns.ntt_primes(29, 3, N, exclude=primes)]
+    wide = pad[:offset] + src + pad[offset:]
+    convs = []
+    for d in range(digits):
+        own = list(range(d * lin, (d + 1) * lin))
+        convs.append(rlwe.make_exact_conv(primes, own, [r for r in range(len(primes)) if r not in own]))
+    convs = [put(c) for c in convs]
+    stacked = put(ops.stack_centered([c.table for c in convs], [c.quotient for c in convs],
+                                     [c.src_prod for c in convs]))
+    x = put(jnp.asarray(random_residues(rng, wide, N, batch=(2,))))
+    want = np.concatenate([np.asarray(bconv_centered(x, c.table, c.quotient, c.src_prod,
+                                                     limb_offset=offset + d * lin))
+                           for d, c in enumerate(convs)], axis=-2)
+    got = ops.bconv_centered_stacked(x, stacked, limb_offset=offset)
+    assert got.shape == (2, digits * (len(primes) - lin), N)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    f = jax.jit(jax.vmap(lambda v: ops.bconv_centered_stacked(v, stacked, limb_offset=offset)))
+    np.testing.assert_array_equal(np.asarray(f(x)), want)
+    with pytest.raises(ValueError, match="are not all in the input's"):
+        ops.bconv_centered_stacked(x, stacked, limb_offset=len(wide) - digits * lin + 1)
+    # the handler's own checks: a table count that is not a multiple of the digits
+    with pytest.raises(Exception, match=r"digits must be in \[1, 64\]"):
+        _raw_call(x, convs[0].table, convs[0].quotient.inv_fix, convs[0].src_prod, 5,
+                  convs[0].quotient.fix_bits, digits=0).block_until_ready()
+    with pytest.raises(Exception, match=r"input constants must be \[digits, 3, Lin\]"):
+        _raw_call(x, convs[0].table, convs[0].quotient.inv_fix, convs[0].src_prod, 5,
+                  convs[0].quotient.fix_bits, digits=5).block_until_ready()
+
+
+def test_stack_centered_rejects_mismatched_tables():
+    _, _, a = _conv("30bit", 3, 5)
+    _, _, b = _conv("30bit", 4, 5)
+    with pytest.raises(ValueError, match="same numbers of limbs"):
+        ops.stack_centered([a.table, b.table], [a.quotient, b.quotient], [a.src_prod, b.src_prod])
+    _, _, c = _conv("mixed", 3, 5)  # a 25-bit source prime: another fix_bits
+    with pytest.raises(ValueError, match="differ in fix_bits"):
+        ops.stack_centered([a.table, c.table], [a.quotient, c.quotient], [a.src_prod, c.src_prod])
+    with pytest.raises(ValueError, match="one table, quotient and src_prod"):
+        ops.stack_centered([a.table], [], [a.src_prod])
+    with pytest.raises(TypeError, match="StackedCenteredConv"):
+        ops.bconv_centered_stacked(jnp.zeros((3, N), jnp.uint32), a.table)

@@ -104,14 +104,19 @@ def test_hybrid_bad_inputs(basis):
         rlwe.make_hybrid_tables(primes, qrows, (4, 5), alpha=2)
 
 
-@pytest.mark.parametrize("qrows", [(0, 1, 2, 3, 4), (0, 1, 3, 4), (4, 0, 2)])
+@pytest.mark.parametrize("qrows", [(0, 1, 2, 3, 4), (0, 1, 3, 4), (4, 0, 2), (0, 1, 2, 3)])
 def test_key_switch_equals_the_three_stages(basis, qrows):
     """key_switch never assembles the extended digits, but must equal the staged path bit for
-    bit, also on bases with gaps or out of order and under vmap."""
+    bit, also on bases with gaps or out of order and under vmap. Digits of equal size back to
+    back ((0, 1, 2, 3): two digits of two rows) take the stacked ModUp (one BConv and one NTT
+    launch for every digit); the others convert digit by digit."""
     import jax
     primes, _, prows = basis
     ring = rns.make_context(primes, N)
     tables = rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2)
+    assert (tables.mod_up_stacked is not None) == (qrows == (0, 1, 2, 3))
+    assert len(rlwe.mod_up_convs(jnp.zeros((len(qrows), N), jnp.uint32), ring, tables)) == (
+        1 if tables.mod_up_stacked is not None else len(tables.digits))
     r = HostRandom.insecure_deterministic(6)
     s = ops.ntt(jnp.asarray(rns.to_residues(r.ternary((2, N)), primes)), ring)
     key = rlwe.gen_switching_key(ring, s[0], s[1], num_q=5, alpha=2, sigma=3.2, rng=r)

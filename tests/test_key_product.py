@@ -149,3 +149,23 @@ def test_bad_inputs():
         jax.block_until_ready(call(key_poly=np.full_like(key_poly, key.shape[0] - 1)))
     with pytest.raises(Exception, match="odd and below 2\\^31"):
         jax.block_until_ready(call(moduli=[4, 5, 7]))
+
+
+def test_one_stacked_conversion_for_every_digit(device, put):
+    """One conversion operand read by every digit (ModUp's stacked conversions): the sources
+    index its limbs, digit after digit; bit for bit the per-digit operands."""
+    rng = np.random.default_rng(5)
+    primes, x, convs, key, source, key_poly, key_part = _case(rng, 3, 5)
+    lx = x.shape[-2]
+    stacked = np.concatenate(convs, axis=-2)
+    offsets = np.cumsum([0] + [c.shape[-2] for c in convs[:-1]])
+    src2 = np.where(source >= lx, source + offsets[:, None], source).astype(np.int32)
+    kw = dict(key_poly=key_poly, key_part=key_part, moduli=primes)
+    xd, kd = put(jnp.asarray(x)), put(jnp.asarray(key))
+    want = np.asarray(ops.digit_key_product(xd, [put(jnp.asarray(c)) for c in convs], kd, source=source, **kw))
+    got = ops.digit_key_product(xd, [put(jnp.asarray(stacked))], kd, source=src2, **kw)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    bad = src2.copy()
+    bad[0, 0] = lx + stacked.shape[-2]
+    with pytest.raises(Exception, match="source.*out of range"):
+        jax.block_until_ready(ops.digit_key_product(xd, [put(jnp.asarray(stacked))], kd, source=bad, **kw))

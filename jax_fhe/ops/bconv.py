@@ -1,9 +1,12 @@
 """Base conversion (fast basis extension) as an XLA FFI primitive."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import jax
 import jax.numpy as jnp
 
+from ..rns._pytree import pytree_dataclass, static_field
 from ..rns.bconv import BConvTable
 from ._checks import as_poly
 
@@ -54,7 +57,76 @@ def bconv_centered(x, table: BConvTable, quotient, src_prod, limb_offset: int | 
                              f"{getattr(arr, 'dtype', type(arr).__name__)}{list(getattr(arr, 'shape', ()))}")
     call = jax.ffi.ffi_call("jax_fhe_bconv_centered", out, vmap_method="expand_dims")
     return call(x, table.in_consts, table.mat, table.out_consts, quotient.inv_fix, src_prod,
-                fold_every=table.fold_every, fix_bits=quotient.fix_bits, limb_offset=int(limb_offset or 0))
+                fold_every=table.fold_every, fix_bits=quotient.fix_bits, limb_offset=int(limb_offset or 0),
+                digits=1)
+
+
+@pytree_dataclass
+class StackedCenteredConv:
+    """D centered conversions of one shape (Lin -> Lout limbs) as the tables of one launch
+    (:func:`bconv_centered_stacked`; ModUp converts every digit at once), stacked along the
+    first axis of :func:`bconv_centered`'s tables:
+
+    in_consts uint32[D*3, Lin], mat uint32[D*Lout, Lin], out_consts uint32[D*4, Lout],
+    inv_fix uint32[D*Lin], src_prod uint32[D*Lout].
+    Static: ``digits`` (D), ``lin``, ``lout``, ``fold_every`` (the smallest of the D),
+    ``fix_bits`` (equal for all D).
+    """
+
+    in_consts: jax.Array
+    mat: jax.Array
+    out_consts: jax.Array
+    inv_fix: jax.Array
+    src_prod: jax.Array
+    digits: int = static_field()
+    lin: int = static_field()
+    lout: int = static_field()
+    fold_every: int = static_field()
+    fix_bits: int = static_field()
+
+
+def stack_centered(tables: Sequence[BConvTable], quotients: Sequence, src_prods: Sequence) -> StackedCenteredConv:
+    """The tables of several centered conversions (the arguments of :func:`bconv_centered`,
+    one per conversion) stacked for :func:`bconv_centered_stacked`. They must convert the same
+    numbers of limbs and share ``fix_bits``. Built once, with the tables (not per call)."""
+    from ..rlwe.crt import MAX_TERMS  # lazy: jax_fhe.rlwe imports ops
+
+    tables, quotients, src_prods = list(tables), list(quotients), list(src_prods)
+    if not tables or not len(tables) == len(quotients) == len(src_prods):
+        raise ValueError("stack_centered: give one table, quotient and src_prod per conversion")
+    lin, lout = len(tables[0].src), len(tables[0].dst)
+    if any((len(t.src), len(t.dst)) != (lin, lout) for t in tables):
+        raise ValueError("stack_centered: every conversion must map the same numbers of limbs")
+    if not 1 <= lin <= MAX_TERMS:
+        raise ValueError(f"stack_centered: at most {MAX_TERMS} source limbs, got {lin}")
+    if len({q.fix_bits for q in quotients}) != 1:
+        raise ValueError("stack_centered: the fixed-point quotients differ in fix_bits")
+    cat = lambda arrs: jnp.concatenate([jnp.asarray(a) for a in arrs], axis=0)  # noqa: E731
+    return StackedCenteredConv(
+        in_consts=cat(t.in_consts for t in tables), mat=cat(t.mat for t in tables),
+        out_consts=cat(t.out_consts for t in tables), inv_fix=cat(q.inv_fix for q in quotients),
+        src_prod=cat(src_prods), digits=len(tables), lin=lin, lout=lout,
+        fold_every=min(t.fold_every for t in tables), fix_bits=quotients[0].fix_bits)
+
+
+def bconv_centered_stacked(x, stacked: StackedCenteredConv, limb_offset: int = 0) -> jax.Array:
+    """D centered conversions in one launch: conversion d reads limbs [limb_offset + d Lin,
+    limb_offset + (d+1) Lin) of ``x`` (uint32[..., Lx, N], in place) and writes limbs
+    [d Lout, (d+1) Lout) of the result, uint32[..., D*Lout, N]. Bit for bit D calls of
+    :func:`bconv_centered` concatenated."""
+    if not isinstance(stacked, StackedCenteredConv):
+        raise TypeError(f"bconv_centered_stacked: expected a StackedCenteredConv (stack_centered), "
+                        f"got {type(stacked).__name__}")
+    x = as_poly(x, "bconv_centered_stacked")
+    d, lin, lout = stacked.digits, stacked.lin, stacked.lout
+    if not (0 <= int(limb_offset) and int(limb_offset) + d * lin <= x.shape[-2]):
+        raise ValueError(f"bconv_centered_stacked: limbs [{limb_offset}, {int(limb_offset) + d * lin}) "
+                         f"are not all in the input's {x.shape[-2]} limbs")
+    out = jax.ShapeDtypeStruct(x.shape[:-2] + (d * lout, x.shape[-1]), x.dtype)
+    call = jax.ffi.ffi_call("jax_fhe_bconv_centered", out, vmap_method="expand_dims")
+    return call(x, stacked.in_consts, stacked.mat, stacked.out_consts, stacked.inv_fix, stacked.src_prod,
+                fold_every=stacked.fold_every, fix_bits=stacked.fix_bits, limb_offset=int(limb_offset),
+                digits=d)
 
 
 def _check(x, table, what, limb_offset=None):

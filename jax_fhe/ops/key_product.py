@@ -29,7 +29,8 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
     """Key inner product over digits read in place.
 
     x:        uint32[B..., Lx, N]     the ciphertext component (each digit's own limbs)
-    convs:    D arrays uint32[B..., Lc_i, N], digit i's ModUp conversion (1 <= D <= 8)
+    convs:    D arrays uint32[B..., Lc_i, N], digit i's ModUp conversion (1 <= D <= 8); or
+              one array that every digit reads (ModUp's stacked conversions, [B..., D*Lc, N])
     key:      uint32[..., K, N]       the key's K polynomials (leading axes: batch)
     source:   int[D, R]               where digit i's row j comes from (see the module doc)
     key_poly: int[D, R]               flat key polynomial of (i, j) for part 0; part 1 at
@@ -44,9 +45,11 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
     source = np.asarray(source, dtype=np.int32)
     key_poly = np.asarray(key_poly, dtype=np.int32)
     moduli = np.asarray(moduli, dtype=np.int64)
-    if not 1 <= len(convs) <= MAX_DIGITS:
-        raise ValueError(f"digit_key_product: 1 to {MAX_DIGITS} digits, got {len(convs)}")
-    d, r = len(convs), moduli.shape[0] if moduli.ndim == 1 else -1
+    # D: one conversion per digit, or one (stacked) conversion that the D rows of source share
+    d = len(convs) if len(convs) != 1 or source.ndim != 2 else source.shape[0]
+    if not 1 <= d <= MAX_DIGITS:
+        raise ValueError(f"digit_key_product: 1 to {MAX_DIGITS} digits, got {d}")
+    r = moduli.shape[0] if moduli.ndim == 1 else -1
     if moduli.ndim != 1 or source.shape != (d, r) or key_poly.shape != (d, r):
         raise ValueError(f"digit_key_product: source and key_poly must be [{d}, R] and moduli [R], got "
                          f"{source.shape}, {key_poly.shape}, {moduli.shape}")

@@ -72,6 +72,11 @@ def _take_limbs(x: jax.Array, positions: Sequence[int]) -> jax.Array:
 # ciphertext at batch 8 with it.
 FUSED_CENTERED_CONV = os.environ.get("JAX_FHE_FUSED_CENTERED", "1") != "0"
 
+# ModUp of every digit in one BConv and one NTT launch where the tables allow it
+# (HybridTables.mod_up_stacked; needs the fused centered conversion). Read at trace time;
+# JAX_FHE_STACKED_MOD_UP=0 converts digit by digit (for comparison), with the same bits.
+STACKED_MOD_UP = os.environ.get("JAX_FHE_STACKED_MOD_UP", "1") != "0"
+
 
 @pytree_dataclass
 class ExactConv:
@@ -136,12 +141,16 @@ class HybridTables:
     mod_up:   one :class:`ExactConv` per digit: digit rows -> (other rows of the basis) + P.
     mod_down: :class:`ExactConv` P -> basis rows.
     p_inv:    uint32[L]  P^-1 mod each basis prime.
+    mod_up_stacked: the ``mod_up`` tables stacked for one launch
+              (:func:`jax_fhe.ops.bconv_centered_stacked`), or None where the digits differ in
+              size or do not sit back to back in the basis (then each digit converts alone).
     Static: ``rows`` (the basis), ``special_rows`` (P), ``digits`` ((digit index, rows), ...).
     """
 
     mod_up: tuple
     mod_down: ExactConv
     p_inv: jax.Array
+    mod_up_stacked: object
     rows: tuple = static_field()
     special_rows: tuple = static_field()
     digits: tuple = static_field()
@@ -181,7 +190,25 @@ def make_hybrid_tables(primes: Sequence[int], rows: Sequence[int], special_rows:
         mod_up.append(make_exact_conv(primes, drows, others))
     return HybridTables(mod_up=tuple(mod_up), mod_down=make_exact_conv(primes, special, rows),
                         p_inv=device_u32(_p_inverse(tuple(int(q) for q in primes), rows, special)),
+                        mod_up_stacked=_stack_mod_up(rows, digits, mod_up),
                         rows=rows, special_rows=special, digits=digits)
+
+
+def _stack_mod_up(rows: tuple, digits: tuple, mod_up: Sequence[ExactConv]):
+    """The digits' ModUp conversions as one launch's tables (``HybridTables.mod_up_stacked``),
+    or None where one launch cannot do them: the digits must have equal sizes and follow each
+    other in the basis (the usual case: every level but the ones that cut a digit), and the
+    fused key product must be able to index the stacked result (8-bit sources)."""
+    sizes = {len(drows) for _, drows in digits}
+    positions = [rows.index(r) for _, drows in digits for r in drows]
+    lout = len(mod_up[0].dst_rows) if mod_up else 0
+    if (len(digits) < 2 or len(sizes) != 1 or len(digits) > ops.key_product.MAX_DIGITS
+            or positions != list(range(positions[0], positions[0] + len(positions)))
+            or len(rows) + len(digits) * lout > 255
+            or len({c.quotient.fix_bits for c in mod_up}) != 1):
+        return None
+    return ops.stack_centered([c.table for c in mod_up], [c.quotient for c in mod_up],
+                              [c.src_prod for c in mod_up])
 
 
 @functools.lru_cache(maxsize=256)
@@ -328,22 +355,35 @@ def mod_up_convs(x, ring: RNSContext, tables: HybridTables) -> list:
     other rows of the extended basis, ``uint32[..., L + alpha_p - |digit|, N]`` in the order of
     ``tables.mod_up[i].dst_rows`` (NTT domain). With x itself (the digits' own limbs) this is
     the whole of :func:`mod_up`, unassembled; :func:`key_switch_convs` takes it. Compute it
-    once to switch one x under several keys (hoisted rotations)."""
+    once to switch one x under several keys (hoisted rotations).
+
+    Returns one array per digit; or, with ``tables.mod_up_stacked`` (and the fused centered
+    conversion), a list of one array ``uint32[..., beta (L + alpha_p - alpha), N]`` holding
+    every digit's conversion in digit order, made by one INTT, one BConv and one NTT launch
+    (the ModUp of all digits batched, as Theodosian batches stage 1)."""
+    if tables.mod_up_stacked is not None and FUSED_CENTERED_CONV and STACKED_MOD_UP:
+        _check_basis(x, tables, "mod_up")
+        coeff = ops.intt(x, ring, tables.rows)
+        first = tables.rows.index(tables.digits[0][1][0])
+        conv = ops.bconv_centered_stacked(coeff, tables.mod_up_stacked, limb_offset=first)
+        return [ops.ntt(conv, ring, sum((c.dst_rows for c in tables.mod_up), ()))]
     return [conv for _, conv in _mod_up_digits(x, ring, tables)]
 
 
 @functools.lru_cache(maxsize=256)
 def _product_plan(primes: tuple, tables_rows: tuple, digits: tuple, conv_rows: tuple,
-                  key_rows: int, out_rows: tuple):
+                  key_rows: int, stacked: bool, out_rows: tuple):
     """Static plan of :func:`jax_fhe.ops.digit_key_product` for output rows ``out_rows``:
     (source int32[D, R], key_poly int32[D, R], moduli int64[R]); part 1 of the key is
-    ``key_rows`` polynomials after part 0 (KeySwitchKey.data is [dnum, 2, T, N])."""
+    ``key_rows`` polynomials after part 0 (KeySwitchKey.data is [dnum, 2, T, N]). ``stacked``:
+    the conversions are one array, digit after digit (:func:`mod_up_convs`)."""
     lx = len(tables_rows)
     source = np.zeros((len(digits), len(out_rows)), np.int32)
     key_poly = np.zeros_like(source)
     for i, ((d, drows), dst) in enumerate(zip(digits, conv_rows)):
+        base = lx + (sum(len(c) for c in conv_rows[:i]) if stacked else 0)
         for j, r in enumerate(out_rows):
-            source[i, j] = tables_rows.index(r) if r in drows else lx + dst.index(r)
+            source[i, j] = tables_rows.index(r) if r in drows else base + dst.index(r)
             key_poly[i, j] = 2 * d * key_rows + r
     moduli = np.asarray([primes[r] for r in out_rows], np.int64)
     return source, key_poly, moduli
@@ -362,10 +402,17 @@ def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
     """
     _check_key(key, ring, tables, "key_switch")
     _check_basis(x, tables, "key_switch")
-    if len(convs) != len(tables.digits):
+    conv_rows = tuple(c.dst_rows for c in tables.mod_up)
+    stacked = len(convs) == 1 and len(tables.digits) > 1
+    if stacked:
+        want = sum(len(r) for r in conv_rows)
+        if convs[0].ndim < 2 or convs[0].shape[-2] != want:
+            raise ValueError(f"key_switch: the stacked ModUp conversion has shape {tuple(convs[0].shape)}, "
+                             f"expected [..., {want}, N]")
+    elif len(convs) != len(tables.digits):
         raise ValueError(f"key_switch: expected {len(tables.digits)} ModUp conversions, got {len(convs)}")
     t = key.data.shape[-2]
-    static = (ring.primes, tables.rows, tables.digits, tuple(c.dst_rows for c in tables.mod_up), t)
+    static = (ring.primes, tables.rows, tables.digits, conv_rows, t, stacked)
     # [dnum, 2, T, N] -> [2 dnum T, N]; leading (batch) axes stay (e.g. a key batch from vmap)
     flat_key = key.data.reshape(key.data.shape[:-4] + (-1, key.data.shape[-1]))
 
