@@ -214,9 +214,14 @@ inline ffi::Error decode_key_product_args(
     conv_ptr->push_back(c->typed_data());
   }
   const ffi::AnyBuffer::Dimensions sub_dims = sub ? sub->dimensions() : ffi::AnyBuffer::Dimensions();
-  return check_key_product_args(x.dimensions(), key.dimensions(), conv_dims,
-                                sub ? &sub_dims : nullptr, out, source, key_poly,
-                                key_part, moduli, scale, s, rows);
+  if (auto e = check_key_product_args(x.dimensions(), key.dimensions(), conv_dims,
+                                      sub ? &sub_dims : nullptr, out, source, key_poly,
+                                      key_part, moduli, scale, s, rows);
+      e.failure())
+    return e;
+  // one stacked conversion: every digit reads it (the kernels then index conv[i] per digit)
+  conv_ptr->resize(static_cast<size_t>(s->digits), conv_ptr->front());
+  return ffi::Error::Success();
 }
 
 // The plan of the launch covering rows [row0, row0 + kKeyProductRowsPerLaunch).
@@ -228,7 +233,7 @@ inline KeyProductPlan key_product_plan(const KeyProductShape& s, const std::vect
   plan.row0 = static_cast<int32_t>(row0);
   plan.rows = static_cast<int32_t>(std::min<int64_t>(kKeyProductRowsPerLaunch, s.rows - row0));
   for (int64_t i = 0; i < s.digits; ++i) {
-    plan.conv[i] = conv[conv.size() == 1 ? 0 : i];
+    plan.conv[i] = conv[i];
     plan.conv_rows[i] = static_cast<int32_t>(s.conv_rows[i]);
     plan.conv_batched[i] = s.conv_batched[i] ? 1 : 0;
     for (int j = 0; j < plan.rows; ++j) {

@@ -37,7 +37,7 @@ ffi::Error key_product_cpu(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
     for (int64_t i = 0; i < D; ++i) {
       const int64_t sidx = source[i * R + j];
       src[i] = sidx < s.lx ? xp + ((s.x_batched ? b : 0) * s.lx + sidx) * n
-                           : conv_ptr[conv_ptr.size() == 1 ? 0 : i] + ((s.conv_batched[i] ? b : 0) * s.conv_rows[i] + sidx - s.lx) * n;
+                           : conv_ptr[i] + ((s.conv_batched[i] ? b : 0) * s.conv_rows[i] + sidx - s.lx) * n;
       k0[i] = kp + ((s.key_batched ? b : 0) * s.key_polys + key_poly[i * R + j]) * n;
       k1[i] = k0[i] + key_part * n;
     }

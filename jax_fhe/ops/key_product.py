@@ -22,6 +22,8 @@ import numpy as np
 from ._checks import as_poly
 
 MAX_DIGITS = 8
+# sources are 8-bit in the kernel's plan: Lx + (conversion rows) must stay below 256
+MAX_SOURCE_ROWS = 255
 
 
 def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: int, moduli,

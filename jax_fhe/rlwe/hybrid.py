@@ -204,7 +204,7 @@ def _stack_mod_up(rows: tuple, digits: tuple, mod_up: Sequence[ExactConv]):
     lout = len(mod_up[0].dst_rows) if mod_up else 0
     if (len(digits) < 2 or len(sizes) != 1 or len(digits) > ops.key_product.MAX_DIGITS
             or positions != list(range(positions[0], positions[0] + len(positions)))
-            or len(rows) + len(digits) * lout > 255
+            or len(rows) + len(digits) * lout > ops.key_product.MAX_SOURCE_ROWS
             or len({c.quotient.fix_bits for c in mod_up}) != 1):
         return None
     return ops.stack_centered([c.table for c in mod_up], [c.quotient for c in mod_up],
