@@ -1,24 +1,41 @@
 #!/usr/bin/env bash
-# The NTT built several ways, measured in one device call: for each CUDA-flags variant in
-# $AB_VARIANTS (";"-separated; give a harmless define such as -DAB_DEFAULT for the default
-# build: an empty last field is dropped), rebuild and run the NTT at N = 2^16, L = 48 (B = 1, 16) and at PIR's ring (N = 4096,
-# L = 3); then the GPU NTT tests on the last build (SKIP_TESTS=1 skips). Output streams line
-# by line (a time-out keeps what was printed); logs under $OUT.
+# The NTT built several ways and run under several settings, measured in one device call.
+# - $AB_VARIANTS: ";"-separated CUDA-flags variants (give a harmless define such as
+#   -DAB_DEFAULT for the default build: an empty last field is dropped); each is a rebuild.
+# - $AB_ENVS: ";"-separated runtime settings for each build, e.g.
+#   "JAX_FHE_NTT_CLUSTER=0;JAX_FHE_NTT_CLUSTER=1" (default: none).
+# - $AB_WIDTHS (default 30), $AB_BATCHES (default 1,16): the N = 2^16, L = 48 runs; PIR's ring
+#   (N = 4096, L = 3) runs once per build unless AB_PIR=0.
+# Then the GPU NTT tests on the last build (SKIP_TESTS=1 skips). Output streams line by line
+# (a time-out keeps what was printed); logs under $OUT.
 set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 JAX_FHE_CUDA=ON JAX_FHE_CUDA_GENCODE="-gencode=arch=compute_90a,code=sm_90a"
 IFS=';' read -ra variants <<< "${AB_VARIANTS:--DAB_DEFAULT}"
+IFS=';' read -ra envs <<< "${AB_ENVS:-AB_DEFAULT=1}"
+IFS=',' read -ra widths <<< "${AB_WIDTHS:-30}"
 i=0
 for flags in "${variants[@]}"; do
   i=$((i + 1)); t0=$(date +%s)
-  CMAKE_ARGS="-DCMAKE_CUDA_FLAGS=$flags" python3 -m pip install --no-build-isolation --no-deps -e . \
+  CMAKE_ARGS="-DCMAKE_CUDA_FLAGS='$flags'" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) python3 -m pip install --no-build-isolation --no-deps -e . \
     > "$OUT/build_$i.log" 2>&1 || { tail -30 "$OUT/build_$i.log"; exit 1; }
   echo "== variant $i: CUDA flags '$flags' (build $(( $(date +%s) - t0 )) s)"
-  rm -rf /tmp/ab_trace_$i /tmp/ab_pir_$i  # a trace left by an earlier call would be read instead
-  timeout 90 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt --limbs 48 --batches 1,16 \
-    --trace /tmp/ab_trace_$i 2>&1 | tee "$OUT/ntt_$i.log" | grep --line-buffered -E "^(ntt|intt)30 +[0-9]|copy bandwidth"
-  timeout 90 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt,lift --log-n 12 --limbs 3 \
-    --batches 20480 --trace /tmp/ab_pir_$i 2>&1 | tee "$OUT/pir_ntt_$i.log" | grep --line-buffered -E "^(ntt|intt|lift)30 +[0-9]"
+  k=0
+  for e in "${envs[@]}"; do
+    k=$((k + 1))
+    for w in "${widths[@]}"; do
+      echo "-- $e, width $w"
+      rm -rf /tmp/ab_trace_${i}_${k}_$w  # a trace left by an earlier call would be read instead
+      env $e timeout 120 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt --limbs 48 \
+        --width "$w" --batches "${AB_BATCHES:-1,16}" --trace /tmp/ab_trace_${i}_${k}_$w 2>&1 \
+        | tee "$OUT/ntt_${i}_${k}_$w.log" | grep --line-buffered -E "^(ntt|intt)3[01] +[0-9]|copy bandwidth"
+    done
+  done
+  if [ "${AB_PIR:-1}" != "0" ]; then
+    rm -rf /tmp/ab_pir_$i
+    timeout 90 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt,lift --log-n 12 --limbs 3 \
+      --batches 20480 --trace /tmp/ab_pir_$i 2>&1 | tee "$OUT/pir_ntt_$i.log" | grep --line-buffered -E "^(ntt|intt|lift)30 +[0-9]"
+  fi
 done
 if [ "${SKIP_TESTS:-0}" != "1" ]; then
   timeout ${TEST_TIMEOUT:-150} python3 -m pytest -q -p no:cacheprovider -m "gpu and not slow" \

@@ -70,9 +70,10 @@ _NTT_VARIANT_SCRIPT = """
 import jax, jax.numpy as jnp, numpy as np
 from jax_fhe import ops, rns
 rng = np.random.default_rng(3)
-for log_n, batch in ((12, 2), (12, 4), (14, 8), (15, 8), (16, 8)):
+for log_n, batch, bits in ((12, 2, 30), (12, 4, 30), (14, 8, 30), (15, 8, 30), (16, 8, 30),
+                           (16, 4, 31)):
     n = 1 << log_n
-    ps = rns.ntt_primes(30, 7, n)
+    ps = rns.ntt_primes(bits, 7, n)
     x = np.stack([rng.integers(0, q, size=(batch, n), dtype=np.uint64) for q in ps], axis=1).astype(np.uint32)
     outs = []
     for dev in (jax.devices("cpu")[0], jax.devices("gpu")[0]):
@@ -95,7 +96,8 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
     (JAX_FHE_NTT_WHOLE=0), their
     L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES: a budget of 6 polynomials, i.e. chunks of one
     limb x 4 batch entries at P = 4), the sm_90 single-pass cluster kernel
-    (JAX_FHE_NTT_CLUSTER=1; N = 2^16 with primes below 2^30, other sizes fall back), and the
+    (JAX_FHE_NTT_CLUSTER=1; N = 2^16 with primes below 2^30; other sizes and the 31-bit primes
+    fall back), and the
     N = 2^16 kernels compiled for 3 resident blocks per SM (JAX_FHE_NTT_MIN_BLOCKS=3), and the
     streamed two-phase kernel (JAX_FHE_NTT_STREAM=1; N = 2^16 at 4 polynomials per thread) with
     chunks of one polynomial group, so that the second phase's tiles wait on 14 chunks."""
