@@ -10,7 +10,10 @@
 // over blockIdx.z; the inputs are then re-read from L2.
 // CENTERED (jax_fhe_bconv_centered, at most 16 inputs): the pre-multiplied inputs are exactly
 // what the fixed-point quotient needs, so k = round(sum_j y_j / q_j) costs one mulhi per input
-// limb, and every output is written once, already corrected by -k Q (no second pass).
+// limb, and every output is written once, already corrected by -k Q (no second pass). Without
+// FOLD the correction is one more multiply-add, k (p_i - Q mod p_i), into the accumulator
+// before its single reduction (k < 2^(32 - fix_bits)); the caller's fold_every leaves room for
+// it (jax_fhe.ops.bconv forces folding where it would not). With FOLD, k Q is reduced apart.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -103,7 +106,8 @@ __global__ void __launch_bounds__(kThreads)
   const int on = min(out_per_block, lout - o0);
   uint32_t* sT = reinterpret_cast<uint32_t*>(sm4);  // [on][KMAX], zero-padded
   uint4* sOut = sm4 + out_per_block * KMAX / 4;     // [on]: p, r32, r32_shoup, one_shoup
-  uint32_t* sProd = reinterpret_cast<uint32_t*>(sOut + out_per_block);  // CENTERED: [on] Q mod p_i
+  // CENTERED: [on] Q mod p_i (FOLD) or p_i - Q mod p_i (no FOLD: added k times to the sum)
+  uint32_t* sProd = reinterpret_cast<uint32_t*>(sOut + out_per_block);
   for (int k = threadIdx.x; k < on * KMAX; k += blockDim.x) {
     const int i = k / KMAX, j = k % KMAX;
     sT[k] = j < lin ? mat[(o0 + i) * lin + j] : 0u;
@@ -111,7 +115,10 @@ __global__ void __launch_bounds__(kThreads)
   for (int k = threadIdx.x; k < on; k += blockDim.x) {
     sOut[k] = make_uint4(out_c[o0 + k], out_c[lout + o0 + k], out_c[2 * lout + o0 + k],
                          out_c[3 * lout + o0 + k]);
-    if (CENTERED) sProd[k] = cen.src_prod[o0 + k];
+    if (CENTERED) {
+      const uint32_t p = out_c[o0 + k], qp = cen.src_prod[o0 + k];
+      sProd[k] = FOLD ? qp : (qp % p == 0 ? 0u : p - qp % p);
+    }
   }
   __syncthreads();
 
@@ -171,9 +178,10 @@ __global__ void __launch_bounds__(kThreads)
     uint32_t out[VEC];
 #pragma unroll
     for (int e = 0; e < VEC; ++e) {
+      if (CENTERED && !FOLD) acc[e] = mad_wide(kq[e], sProd[i], acc[e]);  // - k Q (mod p_i)
       out[e] = reduce64(acc[e], red);
-      // k Q mod p_i: k is any word (<= Lin for valid inputs); reduce the exact product
-      if (CENTERED) out[e] = sub_mod(out[e], reduce64(static_cast<uint64_t>(kq[e]) * sProd[i], red), red.p);
+      // k Q mod p_i: reduce the exact product
+      if (CENTERED && FOLD) out[e] = sub_mod(out[e], reduce64(static_cast<uint64_t>(kq[e]) * sProd[i], red), red.p);
     }
     VecIO<VEC>::store(yb + static_cast<int64_t>(i) * n, out);
   }

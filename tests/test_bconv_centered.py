@@ -263,3 +263,32 @@ def test_stack_centered_rejects_mismatched_tables():
         ops.stack_centered([a.table], [], [a.src_prod])
     with pytest.raises(TypeError, match="StackedCenteredConv"):
         ops.bconv_centered_stacked(jnp.zeros((3, N), jnp.uint32), a.table)
+
+
+@pytest.mark.parametrize("kind, lin, lout", [("30bit", 12, 48), ("mixed", 9, 13)])
+def test_correction_room_decides_the_schedule(kind, lin, lout, device, put, rng, monkeypatch):
+    """Without intermediate reductions the CUDA kernel adds k (p_i - Q mod p_i) to the unreduced
+    sum, so ``sum_room`` (how many multiples of p_i every row's sum can still take) must be the
+    exact bound, and a table without room for k < 2^(32 - fix_bits) is run with reductions:
+    same bits either way."""
+    import dataclasses
+
+    from jax_fhe.ops.bconv import centered_fold_every
+
+    src, ring, conv = _conv(kind, lin, lout)
+    table = conv.table
+    mat = np.asarray(table.mat).astype(object)
+    sums = [sum(int(t) * q for t, q in zip(row, src)) for row in mat]
+    want_room = min(((1 << 64) - 1 - s) // p for s, p in zip(sums, table.dst))
+    assert table.sum_room == want_room
+    assert all(s + table.sum_room * p < (1 << 64) for s, p in zip(sums, table.dst))
+    fix_bits = conv.quotient.fix_bits
+    assert table.sum_room >= (1 << (32 - fix_bits)) - 1  # 30-bit bases have room
+    assert centered_fold_every(table, fix_bits) == table.fold_every == lin
+    tight = dataclasses.replace(table, sum_room=0)
+    assert centered_fold_every(tight, fix_bits) == lin - 1
+    x = put(jnp.asarray(random_residues(rng, src, N, batch=(2,))))
+    ring, conv = put(ring), put(conv)
+    want = _unfused(x, conv, ring, monkeypatch)
+    for t in (conv.table, put(tight)):
+        np.testing.assert_array_equal(np.asarray(bconv_centered(x, t, conv.quotient, conv.src_prod)), want)

@@ -57,8 +57,20 @@ def bconv_centered(x, table: BConvTable, quotient, src_prod, limb_offset: int | 
                              f"{getattr(arr, 'dtype', type(arr).__name__)}{list(getattr(arr, 'shape', ()))}")
     call = jax.ffi.ffi_call("jax_fhe_bconv_centered", out, vmap_method="expand_dims")
     return call(x, table.in_consts, table.mat, table.out_consts, quotient.inv_fix, src_prod,
-                fold_every=table.fold_every, fix_bits=quotient.fix_bits, limb_offset=int(limb_offset or 0),
-                digits=1)
+                fold_every=centered_fold_every(table, quotient.fix_bits), fix_bits=quotient.fix_bits,
+                limb_offset=int(limb_offset or 0), digits=1)
+
+
+def centered_fold_every(table: BConvTable, fix_bits: int) -> int:
+    """``table.fold_every`` for a centered conversion. Without intermediate reductions the CUDA
+    kernel adds the correction k (p_i - Q mod p_i), k < 2^(32 - fix_bits), to the unreduced
+    64-bit sum, so that schedule is kept only where the table has room for it
+    (``table.sum_room``); elsewhere the conversion reduces every Lin - 1 terms, which changes
+    the kernel's schedule, not its result."""
+    lin = len(table.src)
+    if table.fold_every < lin or lin < 2 or table.sum_room >= (1 << (32 - fix_bits)) - 1:
+        return table.fold_every  # lin = 1: p q + 2^31 p < 2^64 always
+    return lin - 1
 
 
 @pytree_dataclass
@@ -106,7 +118,8 @@ def stack_centered(tables: Sequence[BConvTable], quotients: Sequence, src_prods:
         in_consts=cat(t.in_consts for t in tables), mat=cat(t.mat for t in tables),
         out_consts=cat(t.out_consts for t in tables), inv_fix=cat(q.inv_fix for q in quotients),
         src_prod=cat(src_prods), digits=len(tables), lin=lin, lout=lout,
-        fold_every=min(t.fold_every for t in tables), fix_bits=quotients[0].fix_bits)
+        fold_every=min(centered_fold_every(t, q.fix_bits) for t, q in zip(tables, quotients)),
+        fix_bits=quotients[0].fix_bits)
 
 
 def bconv_centered_stacked(x, stacked: StackedCenteredConv, limb_offset: int = 0) -> jax.Array:

@@ -33,7 +33,10 @@ class BConvTable:
     mat:        uint32[Lout, Lin]  (Q/q_j) mod p_i
     out_consts: uint32[4, Lout] p_i, 2^32 mod p_i, Shoup(2^32 mod p_i), Shoup(1)
     Static: ``src`` and ``dst`` primes; ``fold_every`` (terms between 64-bit reductions; equal
-    to Lin when the conversion is overflow-free).
+    to Lin when the conversion is overflow-free); ``sum_room``: the largest K with
+    sum_j mat[i][j] q_j + K p_i < 2^64 for every row (0 if none), i.e. how many multiples of
+    p_i an overflow-free conversion's unreduced sum can still take (the centered CUDA kernel
+    adds its quotient correction there).
     """
 
     in_consts: jax.Array
@@ -42,6 +45,7 @@ class BConvTable:
     src: tuple = static_field()
     dst: tuple = static_field()
     fold_every: int = static_field()
+    sum_room: int = static_field(default=0)
 
     @property
     def overflow_free(self) -> bool:
@@ -103,4 +107,6 @@ def make_bconv_table(src: Sequence[int], dst: Sequence[int]) -> BConvTable:
         src=src,
         dst=dst,
         fold_every=fold_interval(mat, src, dst),
+        sum_room=max(0, min((_U64 - 1 - sum(t * q for t, q in zip(row, src))) // p
+                            for row, p in zip(mat, dst))),
     )
