@@ -6,8 +6,8 @@
 # "pytest" runs as python3 -m pytest. Output goes to stdout; write logs under $OUT yourself.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ls jax_fhe/_kernels.cpython-*.so > /dev/null 2>&1 || { echo "no carried jax_fhe/_kernels*.so"; exit 2; }
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+. scripts/prebuilt_env.sh
+export PYTHONUNBUFFERED=1
 python3 -c "import jax, jax_fhe; print('jax', jax.__version__, jax.devices(), 'cuda kernels:', jax_fhe.built_with_cuda(), 'gpu:', jax_fhe.gpu_available())" || exit 3
 if [ "${1:-}" = "pytest" ]; then shift; exec python3 -m pytest -p no:cacheprovider "$@"; fi
 exec "$@"

@@ -12,9 +12,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT
 export JAX_FHE_CUDA=ON JAX_FHE_CUDA_GENCODE="-gencode=arch=compute_90a,code=sm_90a"
 t0=$(date +%s)
 if [ "${PREBUILT:-0}" = "1" ]; then
-  # the kernels module built here by scripts/build_device_kernels.sh and carried in jax_fhe/
-  ls jax_fhe/_kernels.cpython-*.so > /dev/null 2>&1 || { echo "PREBUILT=1 but no jax_fhe/_kernels*.so"; exit 1; }
-  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+  . scripts/prebuilt_env.sh
 else
   python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
   echo "build: $(( $(date +%s) - t0 )) s"
