@@ -116,7 +116,7 @@ def main() -> None:
     ap.add_argument("--backend", default=None, help="gpu or cpu (default: JAX's default backend)")
     ap.add_argument("--out", default=None, help="write results as JSON here")
     ap.add_argument("--quick", action="store_true", help="fewer configurations (CPU smoke run)")
-    ap.add_argument("--kernels", default="ntt,bconv", help="comma-separated subset of ntt,lift,bconv "
+    ap.add_argument("--kernels", default="ntt,bconv", help="comma-separated subset of ntt,modup,lift,bconv "
                     "(lift: ops.ntt_lift of int32 digits in [-2^17, 2^17), PIR's gadget digits)")
     ap.add_argument("--log-n", type=int, default=16, help="ring degree N = 2^log_n (default 16)")
     ap.add_argument("--width", default="30", choices=["30", "31"], help="NTT prime width in bits")
@@ -163,6 +163,22 @@ def main() -> None:
                                      lambda x, f=f: f(x, ctx), inputs, nbytes, bw,
                                      args.trace and f"{args.trace}/{name}_{L}_{B}",
                                      kernel=f"{name}{width}", L=L, batch=B, n=N))
+    # ModUp's forward NTT: every digit's conversion to the other rows of the extended basis
+    # (L 30-bit rows in digits of 12, then 12 31-bit special rows), one array of beta (L + 12 - 12)
+    # limbs in which each prime recurs beta - 1 or beta times
+    for L in (limbs if "modup" in args.kernels else []):
+        if L % 12 or L < 24:
+            continue
+        mp = rns.ntt_primes(30, L, N) + rns.ntt_primes(31, 12, N)
+        mctx = jax.device_put(rns.make_context(mp, N), device)
+        digits = [set(range(d, d + 12)) for d in range(0, L, 12)]
+        mrows = tuple(r for dg in digits for r in range(L + 12) if r not in dg)
+        for B in batches:
+            inputs = _inputs(device, [mp[r] for r in mrows], B, rng, rot_budget, min_count, N)
+            rows.append(_measure(f"modup-ntt N=2^{args.log_n} L={L:2d} ({len(mrows)} limbs) B={B:2d}",
+                                 lambda x: ops.ntt(x, mctx, mrows), inputs, 2 * B * len(mrows) * N * 4, bw,
+                                 args.trace and f"{args.trace}/modup_{L}_{B}",
+                                 kernel="modup", L=len(mrows), batch=B, n=N))
     for L in (limbs if "lift" in args.kernels and width == 30 else []):
         for B in batches:
             inputs = _inputs(device, primes[:L], B, rng, rot_budget, min_count, N, lift_bits=17)

@@ -36,4 +36,4 @@ def print_kernel_summary(title, totals, top=18):
     total = sum(t for t, _ in totals.values())
     print(f"-- GPU kernels, {title}: {total / 1e3:.2f} ms in {sum(c for _, c in totals.values())} events")
     for name, (t, c) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:top]:
-        print(f"   {t / 1e3:8.2f} ms {c:6d}x  {name[:110]}")
+        print(f"   {t:9.1f} us {c:6d}x  {name[:110]}")
