@@ -470,17 +470,19 @@ void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t gr
 }
 
 // Minimum resident blocks per SM asked of the compiler for the N = 2^16 phases
-// (JAX_FHE_NTT_MIN_BLOCKS = 0, 2 or 3; default 2). The hint sets the register budget (256
+// (JAX_FHE_NTT_MIN_BLOCKS = 0, 2 or 3 for every kernel; default below). The hint sets the register budget (256
 // threads: none -> ptxas keeps 64 or fewer and interleaves the loads with the butterflies,
 // 2 -> up to 128, 3 -> 85), which trades occupancy against how many of a thread's loads are in
 // flight before the first butterfly. H100, L = 48: batch 1 forward / inverse 49.4 / 86.9 us with
 // no hint, 43.4 / 46.4 with 2, 40.2 / 45.0 with 3; batch 16: 397 / 396, 400 / 400, 405 / 408.
-int ntt_min_blocks() {
-  static const int v = [] {
-    const int64_t m = tuning_int("JAX_FHE_NTT_MIN_BLOCKS", 2);
-    return (m == 0 || m == 3) ? static_cast<int>(m) : 2;
-  }();
-  return v;
+// Default (unset, or any other value): 3 for the columns kernel at P = 1, 2 otherwise. H200, one
+// (48, 12, 4) key switch: the P = 1 columns kernel of ModUp's NTT (192 limbs) took 44.1 us with 3
+// against 50.0-50.2 with 2, its INTT's 12.0 against 13.0; at P = 1 the rows kernels gained
+// nothing (51.6 against 50.7 us). P = 2 and 4 keep 2 (batch 16 above; P = 2 untried with 3).
+int ntt_min_blocks(bool columns, int p) {
+  static const int64_t env = tuning_int("JAX_FHE_NTT_MIN_BLOCKS", -1);
+  if (env == 0 || env == 2 || env == 3) return static_cast<int>(env);
+  return columns && p == 1 ? 3 : 2;
 }
 
 template <int P, bool INVERSE, bool LAZY>
@@ -491,7 +493,7 @@ void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64
     case 6: launch_phase_k<6, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
     case 7: launch_phase_k<7, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
     case 8:
-      switch (ntt_min_blocks()) {
+      switch (ntt_min_blocks(columns, P)) {
         case 0: launch_phase_k<8, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
         case 3: launch_phase_k<8, P, INVERSE, LAZY, 3>(columns, src, dst, groups, t, stream); break;
         default: launch_phase_k<8, P, INVERSE, LAZY, 2>(columns, src, dst, groups, t, stream);
