@@ -470,9 +470,9 @@ void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t gr
 }
 
 // Minimum resident blocks per SM asked of the compiler for the N = 2^16 phases
-// (JAX_FHE_NTT_MIN_BLOCKS = 0, 2 or 3 for every kernel; default below). The hint sets the register budget (256
-// threads: none -> ptxas keeps 64 or fewer and interleaves the loads with the butterflies,
-// 2 -> up to 128, 3 -> 85), which trades occupancy against how many of a thread's loads are in
+// (JAX_FHE_NTT_MIN_BLOCKS = 0, 2 or 3 for every kernel; default below). The hint sets the
+// register budget (256 threads: none -> ptxas keeps 64 or fewer and interleaves the loads with
+// the butterflies, 2 -> up to 128, 3 -> 85), which trades occupancy against how many of a thread's loads are in
 // flight before the first butterfly. H100, L = 48: batch 1 forward / inverse 49.4 / 86.9 us with
 // no hint, 43.4 / 46.4 with 2, 40.2 / 45.0 with 3; batch 16: 397 / 396, 400 / 400, 405 / 408.
 // Default (unset, or any other value): 3 for the columns kernel at P = 1, 2 otherwise. H200, one

@@ -42,7 +42,7 @@ def bconv_centered(x, table: BConvTable, quotient, src_prod, limb_offset: int | 
     """
     from ..rlwe.crt import MAX_TERMS, CrtQuotient  # lazy: jax_fhe.rlwe imports ops
 
-    x, out = _check(x, table, "bconv_centered", limb_offset)
+    x, _ = _check(x, table, "bconv_centered", limb_offset)
     if not isinstance(quotient, CrtQuotient):
         raise TypeError(f"bconv_centered: expected a CrtQuotient (jax_fhe.rlwe.crt.make_crt_quotient), "
                         f"got {type(quotient).__name__}")
@@ -55,10 +55,18 @@ def bconv_centered(x, table: BConvTable, quotient, src_prod, limb_offset: int | 
         if getattr(arr, "dtype", None) != jnp.uint32 or tuple(arr.shape) != (want,):
             raise ValueError(f"bconv_centered: {name} must be uint32[{want}], got "
                              f"{getattr(arr, 'dtype', type(arr).__name__)}{list(getattr(arr, 'shape', ()))}")
+    return _centered_call(x, lout, (table.in_consts, table.mat, table.out_consts, quotient.inv_fix, src_prod),
+                          fold_every=centered_fold_every(table, quotient.fix_bits), fix_bits=quotient.fix_bits,
+                          limb_offset=int(limb_offset or 0), digits=1)
+
+
+def _centered_call(x, out_limbs: int, tables: tuple, **attrs) -> jax.Array:
+    """The jax_fhe_bconv_centered call behind bconv_centered and bconv_centered_stacked:
+    x uint32[..., Lx, N] -> uint32[..., out_limbs, N]; ``tables`` = (in_consts, mat,
+    out_consts, inv_fix, src_prod); ``attrs``: fold_every, fix_bits, limb_offset, digits."""
+    out = jax.ShapeDtypeStruct(x.shape[:-2] + (out_limbs, x.shape[-1]), x.dtype)
     call = jax.ffi.ffi_call("jax_fhe_bconv_centered", out, vmap_method="expand_dims")
-    return call(x, table.in_consts, table.mat, table.out_consts, quotient.inv_fix, src_prod,
-                fold_every=centered_fold_every(table, quotient.fix_bits), fix_bits=quotient.fix_bits,
-                limb_offset=int(limb_offset or 0), digits=1)
+    return call(x, *tables, **attrs)
 
 
 def centered_fold_every(table: BConvTable, fix_bits: int) -> int:
@@ -135,11 +143,10 @@ def bconv_centered_stacked(x, stacked: StackedCenteredConv, limb_offset: int = 0
     if not (0 <= int(limb_offset) and int(limb_offset) + d * lin <= x.shape[-2]):
         raise ValueError(f"bconv_centered_stacked: limbs [{limb_offset}, {int(limb_offset) + d * lin}) "
                          f"are not all in the input's {x.shape[-2]} limbs")
-    out = jax.ShapeDtypeStruct(x.shape[:-2] + (d * lout, x.shape[-1]), x.dtype)
-    call = jax.ffi.ffi_call("jax_fhe_bconv_centered", out, vmap_method="expand_dims")
-    return call(x, stacked.in_consts, stacked.mat, stacked.out_consts, stacked.inv_fix, stacked.src_prod,
-                fold_every=stacked.fold_every, fix_bits=stacked.fix_bits, limb_offset=int(limb_offset),
-                digits=d)
+    return _centered_call(x, d * lout, (stacked.in_consts, stacked.mat, stacked.out_consts, stacked.inv_fix,
+                                        stacked.src_prod),
+                          fold_every=stacked.fold_every, fix_bits=stacked.fix_bits, limb_offset=int(limb_offset),
+                          digits=d)
 
 
 def _check(x, table, what, limb_offset=None):
