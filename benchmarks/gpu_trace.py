@@ -11,9 +11,26 @@ import json
 import jax
 
 
+class KernelTotals(dict):
+    """{kernel name: (total us, count)}, plus ``span`` (first kernel start to last kernel end,
+    us) and ``busy`` (the union of the kernels' intervals, us): busy below the sum of the
+    totals means kernels ran concurrently."""
+    span = 0.0
+    busy = 0.0
+
+
+def _union_length(intervals):
+    busy, end = 0.0, float("-inf")
+    for start, stop in sorted(intervals):
+        if stop > end:
+            busy += stop - max(start, end)
+            end = stop
+    return busy
+
+
 def trace_kernels(f, args, path):
-    """{kernel name: (total us, count)} of one call of f, from a jax.profiler trace in ``path``:
-    the complete events of the trace's GPU processes."""
+    """KernelTotals of one call of f, from a jax.profiler trace in ``path``: the complete events
+    of the trace's GPU processes."""
     with jax.profiler.trace(path, create_perfetto_trace=True):
         jax.block_until_ready(f(*args))
     files = glob.glob(f"{path}/**/perfetto_trace.json.gz", recursive=True)
@@ -24,16 +41,22 @@ def trace_kernels(f, args, path):
     events = events["traceEvents"] if isinstance(events, dict) else events
     gpu_pids = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
                 and any(k in str(e.get("args", {}).get("name", "")) for k in ("GPU", "gpu", "/device"))}
-    totals = {}
+    totals, intervals = KernelTotals(), []
     for e in events:
         if e.get("ph") == "X" and e.get("pid") in gpu_pids:
             t, c = totals.get(e["name"], (0.0, 0))
-            totals[e["name"]] = (t + float(e.get("dur", 0)), c + 1)
+            dur = float(e.get("dur", 0))
+            totals[e["name"]] = (t + dur, c + 1)
+            intervals.append((float(e["ts"]), float(e["ts"]) + dur))
+    if intervals:
+        totals.span = max(b for _, b in intervals) - min(a for a, _ in intervals)
+        totals.busy = _union_length(intervals)
     return totals
 
 
 def print_kernel_summary(title, totals, top=18):
     total = sum(t for t, _ in totals.values())
-    print(f"-- GPU kernels, {title}: {total / 1e3:.2f} ms in {sum(c for _, c in totals.values())} events")
+    print(f"-- GPU kernels, {title}: {total / 1e3:.2f} ms in {sum(c for _, c in totals.values())} events"
+          + (f"; span {totals.span:.1f} us, busy {totals.busy:.1f} us" if getattr(totals, "span", 0) else ""))
     for name, (t, c) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:top]:
         print(f"   {t:9.1f} us {c:6d}x  {name[:110]}")

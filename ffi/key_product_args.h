@@ -29,6 +29,15 @@
 //   sub    [B..., 2, R, N]          (ModDown variant)         out [B..., 2, R, N]
 // Attributes: source int32[D * R], key_poly int32[D * R], key_part (int64), moduli int64[R]
 // (p_j < 2^31), and for the ModDown variant scale int64[R] (scale_j < p_j).
+//
+// The ModDown-NTT variant (jax_fhe_key_inner_product_mod_down_ntt) takes sub in the
+// coefficient domain and transforms it on the way, fused with the store on the GPU:
+//
+//   out[b, c, j] = (y[b, c, j] - NTT_j(sub[b, c, j])) * scale_j  mod p_j
+//
+// with the forward NTT operands of jax_fhe_ntt_forward after sub: rows int32[R] (the table row
+// of output row j, whose prime must be moduli[j]), the table moduli, tw, tw_shoup, and the
+// attribute lazy. Here sub must have every batch entry of the output (same shape).
 #pragma once
 
 #include <algorithm>
@@ -37,6 +46,7 @@
 #include <vector>
 
 #include "common.h"
+#include "ntt_args.h"
 
 namespace jax_fhe {
 
@@ -222,6 +232,23 @@ inline ffi::Error decode_key_product_args(
   // one stacked conversion: every digit reads it (the kernels then index conv[i] per digit)
   conv_ptr->resize(static_cast<size_t>(s->digits), conv_ptr->front());
   return ffi::Error::Success();
+}
+
+// The ModDown-NTT variant's extra checks, after decode_key_product_args: sub has the output's
+// shape, and the NTT tables fit it. Fills the NTT's view of sub (2B entries of R limbs).
+inline ffi::Error check_key_product_ntt_args(const ffi::AnyBuffer::Dimensions& sub,
+                                             const ffi::AnyBuffer::Dimensions& out,
+                                             const ffi::AnyBuffer::Dimensions& rows,
+                                             const ffi::AnyBuffer::Dimensions& moduli,
+                                             const ffi::AnyBuffer::Dimensions& tw,
+                                             const ffi::AnyBuffer::Dimensions& tw_shoup,
+                                             PolyShape* ps, int64_t* table_rows) {
+  if (sub.size() != out.size())
+    return key_product_error("sub must have the output's shape (every batch entry)");
+  for (size_t i = 0; i < sub.size(); ++i)
+    if (sub[i] != out[i]) return key_product_error("sub must have the output's shape (every batch entry)");
+  if (auto e = decode_poly_shape(sub, "key_inner_product sub", ps); e.failure()) return e;
+  return check_ntt_args(*ps, out, sub, rows, moduli, tw, tw_shoup, table_rows);
 }
 
 // The plan of the launch covering rows [row0, row0 + kKeyProductRowsPerLaunch).

@@ -5,6 +5,7 @@
 
 #include "common.h"
 #include "key_product_args.h"
+#include "ntt_args.h"
 #include "modarith.h"
 #include "parallel.h"
 
@@ -76,6 +77,42 @@ ffi::Error KeyProductModDownCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U3
   return key_product_cpu(x, key, &sub, convs, out, source, key_poly, key_part, moduli, scale);
 }
 
+// sub is transformed into out, then out is the ModDown variant's sub (read before it is
+// overwritten, element by element).
+ffi::Error KeyProductModDownNttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
+                                       ffi::Buffer<ffi::U32> sub, ffi::Buffer<ffi::S32> rows,
+                                       ffi::Buffer<ffi::U32> moduli_tab, ffi::Buffer<ffi::U32> tw,
+                                       ffi::Buffer<ffi::U32> tw_shoup, ffi::RemainingArgs convs,
+                                       ffi::ResultBuffer<ffi::U32> out,
+                                       ffi::Span<const int32_t> source,
+                                       ffi::Span<const int32_t> key_poly, int64_t key_part,
+                                       ffi::Span<const int64_t> moduli, ffi::Span<const int64_t> scale,
+                                       bool /*lazy: a GPU scheduling hint*/) {
+  KeyProductShape s;
+  std::vector<KeyProductRow> rows_c;
+  std::vector<const uint32_t*> conv_ptr;
+  if (auto e = decode_key_product_args(x, key, &sub, convs, out->dimensions(), source, key_poly,
+                                       key_part, moduli, scale, &s, &rows_c, &conv_ptr);
+      e.failure())
+    return e;
+  PolyShape ps;
+  int64_t table_rows = 0;
+  if (auto e = check_key_product_ntt_args(sub.dimensions(), out->dimensions(), rows.dimensions(),
+                                          moduli_tab.dimensions(), tw.dimensions(),
+                                          tw_shoup.dimensions(), &ps, &table_rows);
+      e.failure())
+    return e;
+  if (auto e = check_rows(rows.typed_data(), ps.limbs, table_rows); e.failure()) return e;
+  for (int64_t j = 0; j < ps.limbs; ++j)
+    if (moduli_tab.typed_data()[rows.typed_data()[j]] != static_cast<uint32_t>(moduli[j]))
+      return key_product_error("the NTT table row of output row " + std::to_string(j) +
+                               " is not for its modulus");
+  ntt_forward_cpu(ps, sub.typed_data(), out->typed_data(), rows.typed_data(),
+                  moduli_tab.typed_data(), tw.typed_data(), tw_shoup.typed_data());
+  ffi::Buffer<ffi::U32> transformed = *out;
+  return key_product_cpu(x, key, &transformed, convs, out, source, key_poly, key_part, moduli, scale);
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductCpu, KeyProductCpuImpl,
@@ -101,5 +138,23 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductModDownCpu, KeyProductModDownCpuImpl,
                                   .Attr<int64_t>("key_part")
                                   .Attr<ffi::Span<const int64_t>>("moduli")
                                   .Attr<ffi::Span<const int64_t>>("scale"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductModDownNttCpu, KeyProductModDownNttCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [B..., Lx, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // key [..., N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // sub [B..., 2, R, N], coefficients
+                                  .Arg<ffi::Buffer<ffi::S32>>()  // rows [R] (NTT table rows)
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // NTT moduli [T]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // tw [T, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // tw_shoup [T, N]
+                                  .RemainingArgs()               // conv_i [B..., Lc_i, N]
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // out [B..., 2, R, N]
+                                  .Attr<ffi::Span<const int32_t>>("source")
+                                  .Attr<ffi::Span<const int32_t>>("key_poly")
+                                  .Attr<int64_t>("key_part")
+                                  .Attr<ffi::Span<const int64_t>>("moduli")
+                                  .Attr<ffi::Span<const int64_t>>("scale")
+                                  .Attr<bool>("lazy"));
 
 }  // namespace jax_fhe

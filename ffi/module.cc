@@ -32,6 +32,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_mod_matmul_planes"] = capsule(jax_fhe::ModMatmulPlanesCpu);
     d["jax_fhe_key_inner_product"] = capsule(jax_fhe::KeyProductCpu);
     d["jax_fhe_key_inner_product_mod_down"] = capsule(jax_fhe::KeyProductModDownCpu);
+    d["jax_fhe_key_inner_product_mod_down_ntt"] = capsule(jax_fhe::KeyProductModDownNttCpu);
     return d;
   });
   m.def("cuda_targets", []() {
@@ -47,6 +48,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_mod_matmul_planes"] = capsule(jax_fhe::ModMatmulPlanesCuda);
     d["jax_fhe_key_inner_product"] = capsule(jax_fhe::KeyProductCuda);
     d["jax_fhe_key_inner_product_mod_down"] = capsule(jax_fhe::KeyProductModDownCuda);
+    d["jax_fhe_key_inner_product_mod_down_ntt"] = capsule(jax_fhe::KeyProductModDownNttCuda);
 #endif
     return d;
   });

@@ -43,4 +43,12 @@ inline ffi::Error check_ntt_lift_args(ffi::AnyBuffer::Dimensions x_dims,
   return check_ntt_args(*s, y_dims, y_dims, rows, moduli, tw, tw_shoup, table_rows);
 }
 
+// ntt_cpu.cc: every row index within the tables' `table_rows` rows.
+ffi::Error check_rows(const int32_t* rows, int64_t limbs, int64_t table_rows);
+
+// ntt_cpu.cc: the forward NTT on the CPU of the checked operands (src may be dst), limb l of
+// every batch entry with the tables' row rows[l].
+void ntt_forward_cpu(const PolyShape& s, const uint32_t* src, uint32_t* dst, const int32_t* rows,
+                     const uint32_t* moduli, const uint32_t* tw, const uint32_t* tw_shoup);
+
 }  // namespace jax_fhe

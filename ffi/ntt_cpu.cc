@@ -41,12 +41,26 @@ void ntt_inverse_one(uint32_t* a, int64_t n, uint32_t q, const uint32_t* w, cons
   for (int64_t j = 0; j < n; ++j) a[j] = mul_shoup(a[j], n_inv, n_inv_shoup, q);
 }
 
+
+}  // namespace
+
 ffi::Error check_rows(const int32_t* rows, int64_t limbs, int64_t table_rows) {
   for (int64_t l = 0; l < limbs; ++l)
     if (rows[l] < 0 || rows[l] >= table_rows)
       return ffi::Error::InvalidArgument("ntt: row index out of range of the tables");
   return ffi::Error::Success();
 }
+
+void ntt_forward_cpu(const PolyShape& s, const uint32_t* src, uint32_t* dst, const int32_t* rows,
+                     const uint32_t* moduli, const uint32_t* tw, const uint32_t* tw_shoup) {
+  if (dst != src) std::memcpy(dst, src, sizeof(uint32_t) * s.polys * s.n);
+  parallel_for(s.polys, s.n * s.log_n, [&](int64_t p) {
+    const int64_t row = rows[p % s.limbs];
+    ntt_forward_one(dst + p * s.n, s.n, moduli[row], tw + row * s.n, tw_shoup + row * s.n);
+  });
+}
+
+namespace {
 
 ffi::Error NttForwardCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows,
                              ffi::Buffer<ffi::U32> moduli, ffi::Buffer<ffi::U32> tw,
@@ -61,15 +75,8 @@ ffi::Error NttForwardCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows
       e.failure())
     return e;
   if (auto e = check_rows(rows.typed_data(), s.limbs, table_rows); e.failure()) return e;
-  const uint32_t* src = x.typed_data();
-  uint32_t* dst = y->typed_data();
-  if (dst != src) std::memcpy(dst, src, sizeof(uint32_t) * s.polys * s.n);
-  const int32_t* r = rows.typed_data();
-  parallel_for(s.polys, s.n * s.log_n, [&](int64_t p) {
-    const int64_t row = r[p % s.limbs];
-    ntt_forward_one(dst + p * s.n, s.n, moduli.typed_data()[row], tw.typed_data() + row * s.n,
-                    tw_shoup.typed_data() + row * s.n);
-  });
+  ntt_forward_cpu(s, x.typed_data(), y->typed_data(), rows.typed_data(), moduli.typed_data(),
+                  tw.typed_data(), tw_shoup.typed_data());
   return ffi::Error::Success();
 }
 

@@ -48,118 +48,12 @@ namespace {
 
 using namespace ntt_cuda;
 
-// Phase-1 tile width: kCols columns of n1 rows (one 64 B or 32 B segment per row); with P = 4
-// polynomials per thread the tile narrows so that the block's shared memory stays at 32 KB.
-template <int P>
-struct ColsPerBlock {
-  static constexpr int value = P <= 2 ? 16 : 8;
-};
-
-// Phase "columns": stages 0..K1-1 (forward) or their inverse, plus the N^-1 scaling. One tile
-// (kCols columns of one group of P polynomials); the kernels below and the streamed kernel
-// (ntt_stream_kernel) run it.
-template <int K1, int P>
-struct ColsGeometry {
-  static constexpr int kCols = ColsPerBlock<P>::value;
-  static constexpr int threads = (1 << K1) / R * kCols;
-  static constexpr int smem_words = P * (1 << K1) * kCols;
-};
-
-template <int K1, int P, bool INVERSE, bool LAZY, bool COHERENT>
-__device__ __forceinline__ void columns_tile(const uint32_t* src, uint32_t* dst,  // may alias
-                                             const Tables& t, int tile, unsigned group,
-                                             uint32_t* smem) {
-  constexpr int n1 = 1 << K1;
-  constexpr int kCols = ColsGeometry<K1, P>::kCols;
-  const int n2 = (1 << t.log_n) >> K1;
-  const int64_t poly = t.poly0<P>(group);
-  const int row = t.rows[t.limb(group)];
-  const uint32_t q = t.moduli[row];
-  const int64_t N = int64_t{1} << t.log_n;
-  const int64_t stride = t.limbs * N;  // between the block's P polynomials
-  const uint32_t* tw = t.tw + row * N;
-  const uint32_t* tws = t.tw_shoup + row * N;
-  const int c = threadIdx.x % kCols;
-  const int tt = threadIdx.x / kCols;
-  const int64_t base = poly * N + static_cast<int64_t>(tile) * kCols + c;
-  const uint32_t* s = src + base;
-  uint32_t* d = dst + base;
-  uint32_t scale = 0, scale_s = 0;
-  if (INVERSE) {
-    scale = t.scale[row];
-    scale_s = t.scale_shoup[row];
-  }
-  // forward phase 1 leaves lazy values for phase 2; the inverse ends here: scale by N^-1 and
-  // reduce (the Shoup product accepts any 32-bit input)
-  run_rounds<3, K1, P, INVERSE, LAZY, false>(
-      tt, 1u, tw, tws, q, smem,
-      [&](int p, int u) { return load_word<COHERENT>(s + p * stride + static_cast<int64_t>(u) * n2); },
-      [&](int p, int u, uint32_t v) {
-        if (INVERSE) v = mul_shoup(v, scale, scale_s, q);
-        d[p * stride + static_cast<int64_t>(u) * n2] = v;
-      },
-      [&](int p, int u) { return (p * n1 + u) * kCols + c; }, [](int, int) { return uint4{}; },
-      [](int, int, uint4) {}, NoHook{});
-}
-
 template <int K1, int P, bool INVERSE, bool LAZY, int MINB>
 __global__ void __launch_bounds__(ColsGeometry<K1, P>::threads, MINB)
     ntt_columns_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                        Tables t) {
   __shared__ uint32_t smem[ColsGeometry<K1, P>::smem_words];
   columns_tile<K1, P, INVERSE, LAZY, false>(src, dst, t, blockIdx.x, blockIdx.y, smem);
-}
-
-// Phase "rows": stages K1..logN-1 (forward) or their inverse. One tile = rows_per_block rows of
-// one group of P polynomials.
-template <int K2>
-struct RowsGeometry {
-  static constexpr int n2 = 1 << K2;
-  static constexpr int threads_per_row = n2 / R;
-  static constexpr int rows_per_block = (2048 / n2) < 32 ? (2048 / n2) : 32;
-  static constexpr int threads = rows_per_block * threads_per_row;
-  static constexpr int padded = n2 + n2 / 32;  // one pad word per 32 avoids bank conflicts
-  template <int P>
-  static constexpr int smem_words = P * rows_per_block * padded;
-};
-
-template <int K2, int P, bool INVERSE, bool LAZY, bool COHERENT>
-__device__ __forceinline__ void rows_tile(const uint32_t* src, uint32_t* dst,  // may alias
-                                          const Tables& t, int tile, unsigned group,
-                                          uint32_t* smem) {
-  using G = RowsGeometry<K2>;
-  const int n1 = (1 << t.log_n) >> K2;
-  const int64_t poly = t.poly0<P>(group);
-  const int row_tab = t.rows[t.limb(group)];
-  const uint32_t q = t.moduli[row_tab];
-  const int64_t N = int64_t{1} << t.log_n;
-  const int64_t stride = t.limbs * N;
-  const uint32_t* tw = t.tw + row_tab * N;
-  const uint32_t* tws = t.tw_shoup + row_tab * N;
-  const int r = threadIdx.x / G::threads_per_row;
-  const int tt = threadIdx.x % G::threads_per_row;
-  const int mrow = tile * G::rows_per_block + r;  // matrix row within the polynomial
-  const int64_t base = poly * N + static_cast<int64_t>(mrow) * G::n2;
-  const uint32_t* s = src + base;
-  uint32_t* d = dst + base;
-  uint32_t* sm = smem + r * G::padded;
-  constexpr int kPolySlots = G::rows_per_block * G::padded;
-  // the forward transform ends here: reduce lazy values from [0, 4q) to [0, q)
-  auto finish = [&](uint32_t v) {
-    if (LAZY && !INVERSE) v = csub(csub(v, 2 * q), q);
-    return v;
-  };
-  run_rounds<3, K2, P, INVERSE, LAZY, true>(
-      tt, static_cast<uint32_t>(n1 + mrow), tw, tws, q, sm,
-      [&](int p, int u) { return load_word<COHERENT>(s + p * stride + u); },
-      [&](int p, int u, uint32_t v) { d[p * stride + u] = finish(v); },
-      [](int p, int u) { return p * kPolySlots + u + (u >> 5); },
-      [&](int p, int u) { return load_word4<COHERENT>(s + p * stride + u); },
-      [&](int p, int u, uint4 v) {
-        *reinterpret_cast<uint4*>(d + p * stride + u) =
-            make_uint4(finish(v.x), finish(v.y), finish(v.z), finish(v.w));
-      },
-      NoHook{});
 }
 
 template <int K2, int P, bool INVERSE, bool LAZY, int MINB>
@@ -685,6 +579,31 @@ ffi::Error NttForwardLiftCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::S32> x,
 }
 
 }  // namespace
+
+namespace ntt_cuda {
+
+namespace {
+void launch_forward_phase(bool columns, int p, bool lazy, const uint32_t* src, uint32_t* dst,
+                          int64_t groups, const Tables& t, cudaStream_t stream) {
+  const int k = columns ? t.log_n / 2 : t.log_n - t.log_n / 2;
+  auto run = [&](auto launch) { launch(columns, k, src, dst, groups, t, stream); };
+  if (p == 4) lazy ? run(launch_phase<4, false, true>) : run(launch_phase<4, false, false>);
+  else if (p == 2) lazy ? run(launch_phase<2, false, true>) : run(launch_phase<2, false, false>);
+  else lazy ? run(launch_phase<1, false, true>) : run(launch_phase<1, false, false>);
+}
+}  // namespace
+
+void launch_forward_columns(int p, bool lazy, const uint32_t* src, uint32_t* dst, int64_t groups,
+                            const Tables& t, cudaStream_t stream) {
+  launch_forward_phase(true, p, lazy, src, dst, groups, t, stream);
+}
+
+void launch_forward_rows(int p, bool lazy, const uint32_t* src, uint32_t* dst, int64_t groups,
+                         const Tables& t, cudaStream_t stream) {
+  launch_forward_phase(false, p, lazy, src, dst, groups, t, stream);
+}
+
+}  // namespace ntt_cuda
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardLiftCuda, NttForwardLiftCudaImpl,
                               ffi::Ffi::Bind()

@@ -12,16 +12,16 @@ from conftest import random_residues
 N = 1024
 
 
-def _case(rng, digits, rows, lx=5, conv_rows=7, batch=2, key_polys=40, bits=31):
+def _case(rng, digits, rows, lx=5, conv_rows=7, batch=2, key_polys=40, bits=31, n=N):
     """Random operands and plan: output row j uses prime j; the sources and key polynomials are
     random (every source a valid index), residues with the edge values 0, 1, q - 1."""
-    primes = rns.ntt_primes(bits, rows, N)
+    primes = rns.ntt_primes(bits, rows, n)
     # a source row can hold any residues below 2^31; the kernel only needs canonical operands
     # w.r.t. nothing but 32-bit range, so sample them below the largest prime
     big = [max(primes)] * max(lx, conv_rows)
-    x = random_residues(rng, big[:lx], N, batch=(batch,))
-    convs = [random_residues(rng, big[:conv_rows], N, batch=(batch,)) for _ in range(digits)]
-    key = random_residues(rng, [max(primes)] * key_polys, N)
+    x = random_residues(rng, big[:lx], n, batch=(batch,))
+    convs = [random_residues(rng, big[:conv_rows], n, batch=(batch,)) for _ in range(digits)]
+    key = random_residues(rng, [max(primes)] * key_polys, n)
     source = rng.integers(0, lx + conv_rows, size=(digits, rows))
     key_part = 3
     key_poly = rng.integers(0, key_polys - key_part, size=(digits, rows))
@@ -75,6 +75,40 @@ def test_mod_down_epilogue(digits, rows, device, put, rng):
     cols = sorted({0, 1, 2, N - 1, *rng.integers(0, N, 12).tolist()})
     want = _reference(x, convs, key, source, key_poly, key_part, primes, cols, sub=sub, scale=scale)
     np.testing.assert_array_equal(y[..., cols], want)
+
+
+@pytest.mark.parametrize("log_n, digits, rows, batch, bits", [
+    (16, 4, 5, 1, 30),   # one ciphertext: fused rows phase, lazy butterflies
+    (16, 3, 4, 1, 31),   # fused, canonical butterflies
+    (15, 5, 3, 1, 30),   # fused at N = 2^15 (first phase K1 = 7), 5 digits fold once
+    (16, 3, 4, 2, 31),   # a batch: the NTT (4 polynomials per thread), then the key product
+    (15, 2, 3, 3, 30),   # a batch: 2 polynomials per thread
+    (10, 2, 70, 1, 30),  # N = 2^10: the NTT, then the key product; 2 plans
+])
+def test_mod_down_ntt_epilogue(log_n, digits, rows, batch, bits, device, put, rng):
+    """sub in the coefficient domain (sub_ntt): bit for bit the epilogue on ops.ntt(sub). On the
+    GPU, for one ciphertext at N = 2^15 and 2^16, the NTT's second phase and the key product
+    are one kernel."""
+    n = 1 << log_n
+    primes, x, convs, key, source, key_poly, key_part = _case(rng, digits, rows, batch=batch, bits=bits, n=n)
+    ring = put(rns.make_context(primes, n))
+    sub = np.stack([random_residues(rng, primes, n, batch=(batch,)) for _ in range(2)], axis=1)
+    scale = [int(v) % p for v, p in zip(rng.integers(0, 2**31, rows), primes)]
+    scale[0] = primes[0] - 1
+    kw = dict(source=source, key_poly=key_poly, key_part=key_part, moduli=primes, scale=scale)
+    xd, cd, kd, sd = put(jnp.asarray(x)), [put(jnp.asarray(c)) for c in convs], put(jnp.asarray(key)), put(jnp.asarray(sub))
+    rows_ = tuple(range(rows))
+    want = np.asarray(ops.digit_key_product(xd, cd, kd, sub=ops.ntt(sd, ring, rows_), **kw))
+    got = ops.digit_key_product(xd, cd, kd, sub=sd, sub_ntt=(ring, rows_), **kw)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    # jit and vmap over the ciphertexts (x, conversions and sub batched; the key shared)
+    f = jax.jit(jax.vmap(lambda v, s, *c: ops.digit_key_product(v, list(c), kd, sub=s, sub_ntt=(ring, rows_), **kw)))
+    np.testing.assert_array_equal(np.asarray(f(xd, sd, *cd)), want)
+    if log_n == 10:
+        with pytest.raises(ValueError, match="primes differ from moduli"):
+            ops.digit_key_product(xd, cd, kd, sub=sd, sub_ntt=(ring, rows_[::-1]), **kw)
+        with pytest.raises(ValueError, match="N=1024 but the NTT tables"):
+            ops.digit_key_product(xd, cd, kd, sub=sd, sub_ntt=(rns.make_context(rns.ntt_primes(30, rows, 2048), 2048), rows_), **kw)
 
 
 def test_jit_vmap_and_shared_operands(device, put, rng):

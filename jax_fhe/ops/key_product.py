@@ -19,7 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import as_poly
+from ._checks import as_context, as_poly, rows_array
+from .ntt import _lazy
 
 MAX_DIGITS = 8
 # sources are 8-bit in the kernel's plan: Lx + (conversion rows) must stay below 256
@@ -27,7 +28,7 @@ MAX_SOURCE_ROWS = 255
 
 
 def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: int, moduli,
-                      sub=None, scale=None) -> jax.Array:
+                      sub=None, scale=None, sub_ntt=None) -> jax.Array:
     """Key inner product over digits read in place.
 
     x:        uint32[B..., Lx, N]     the ciphertext component (each digit's own limbs)
@@ -40,6 +41,11 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
     moduli:   int[R]                  the prime of each output row (odd, below 2^31)
     sub:      uint32[B..., 2, R, N]   optional: ModDown's converted special part
     scale:    int[R]                  with ``sub``: P^-1 mod each output prime
+    sub_ntt:  (ctx, rows)             optional, with ``sub``: sub is in the coefficient domain;
+                                      subtract its forward NTT under the RNS context ``ctx`` at
+                                      table rows ``rows`` (whose primes must be ``moduli``). On
+                                      the GPU the NTT's second phase and the key product are one
+                                      kernel, so NTT(sub) is never written (N = 2^15, 2^16).
     Returns uint32[B..., 2, R, N].
     """
     x = as_poly(x, "digit_key_product")
@@ -87,5 +93,18 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
     scale = np.asarray(scale, dtype=np.int64)
     if scale.shape != (r,):
         raise ValueError(f"digit_key_product: scale must be [{r}], got {scale.shape}")
-    call = jax.ffi.ffi_call("jax_fhe_key_inner_product_mod_down", out, vmap_method="expand_dims")
-    return call(x, key, sub, *convs, scale=scale, **attrs)
+    if sub_ntt is None:
+        call = jax.ffi.ffi_call("jax_fhe_key_inner_product_mod_down", out, vmap_method="expand_dims")
+        return call(x, key, sub, *convs, scale=scale, **attrs)
+    ctx, rows = sub_ntt
+    ctx = as_context(ctx, "digit_key_product")
+    rows = ctx.rows_for(r, rows)
+    if x.shape[-1] != ctx.n:
+        raise ValueError(f"digit_key_product: data has N={x.shape[-1]} but the NTT tables were built for N={ctx.n}")
+    if [ctx.primes[i] for i in rows] != [int(m) for m in moduli]:
+        raise ValueError("digit_key_product: the NTT rows' primes differ from moduli")
+    # the NTT runs in place in the output, so sub needs every batch entry
+    sub = jnp.broadcast_to(sub, out.shape)
+    call = jax.ffi.ffi_call("jax_fhe_key_inner_product_mod_down_ntt", out, vmap_method="expand_dims")
+    return call(x, key, sub, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, *convs,
+                scale=scale, lazy=_lazy(ctx, rows), **attrs)

@@ -77,6 +77,16 @@ FUSED_CENTERED_CONV = os.environ.get("JAX_FHE_FUSED_CENTERED", "1") != "0"
 # JAX_FHE_STACKED_MOD_UP=0 converts digit by digit (for comparison), with the same bits.
 STACKED_MOD_UP = os.environ.get("JAX_FHE_STACKED_MOD_UP", "1") != "0"
 
+# Key switch: 0 = the basis rows' inner product waits for ModDown and subtracts and scales in
+# its store; 1 = it runs apart from ModDown (no data dependency, so a concurrent command
+# buffer can overlap the two) and an elementwise pass subtracts and scales. Read at trace time.
+SPLIT_KEY_PRODUCT = int(os.environ.get("JAX_FHE_KS_SPLIT_PRODUCT", "0"))
+
+# Key switch: ModDown's last forward NTT fused with the basis rows' key product (one kernel
+# for the NTT's second phase, the inner product, the subtraction and the scaling), or
+# (JAX_FHE_FUSED_MOD_DOWN_NTT=0) the NTT apart. Same bits. Read at trace time.
+FUSED_MOD_DOWN_NTT = os.environ.get("JAX_FHE_FUSED_MOD_DOWN_NTT", "1") != "0"
+
 
 @pytree_dataclass
 class ExactConv:
@@ -422,9 +432,13 @@ def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
                                      key_part=t, moduli=moduli, **epilogue)
 
     yp = product(tables.special_rows)                                   # [..., 2, alpha_p, N]
-    conv = ops.ntt(exact_conv(ops.intt(yp, ring, tables.special_rows), tables.mod_down, ring),
-                   ring, tables.rows)                                   # [..., 2, L, N]
-    return product(tables.rows, sub=conv, scale=_p_inverse(ring.primes, tables.rows, tables.special_rows))
+    if SPLIT_KEY_PRODUCT:
+        return _mod_down_parts(product(tables.rows), yp, ring, tables)
+    conv = exact_conv(ops.intt(yp, ring, tables.special_rows), tables.mod_down, ring)  # [..., 2, L, N]
+    scale = _p_inverse(ring.primes, tables.rows, tables.special_rows)
+    if FUSED_MOD_DOWN_NTT:
+        return product(tables.rows, sub=conv, scale=scale, sub_ntt=(ring, tables.rows))
+    return product(tables.rows, sub=ops.ntt(conv, ring, tables.rows), scale=scale)
 
 
 def key_switch(x, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> jax.Array:

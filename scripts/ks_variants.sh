@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# On the device machine (after scripts/prebuilt_env.sh or an install): the (48, 12, 4) key
+# switch under runtime variants, one log and one trace folder per variant under $OUT.
+#   bash scripts/gpu_prebuilt.sh bash scripts/ks_variants.sh "" "JAX_FHE_KS_SPLIT_PRODUCT=1" ...
+# Each argument is a space-separated list of VAR=value settings ("" = defaults).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+i=0
+for cfg in "$@"; do
+  i=$((i + 1))
+  echo "=== variant $i: ${cfg:-defaults}"
+  env $cfg python3 benchmarks/bench_ckks.py --key-switch-only --ks-limbs "${KS_LIMBS:-48}" \
+      --batch "${KS_BATCH:-8}" --trace "$OUT/trace_v$i" > "$OUT/ks_v$i.log" 2>&1
+  echo "rc $?"
+  grep -E "^\(|GPU kernels" "$OUT/ks_v$i.log"
+done
