@@ -77,6 +77,17 @@ ffi::Error KeyProductModDownCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U3
   return key_product_cpu(x, key, &sub, convs, out, source, key_poly, key_part, moduli, scale);
 }
 
+// The transform's table rows are in range and hold the output rows' primes.
+ffi::Error check_table_primes(const ffi::Buffer<ffi::S32>& rows, const ffi::Buffer<ffi::U32>& moduli_tab,
+                              int64_t limbs, int64_t table_rows, ffi::Span<const int64_t> moduli) {
+  if (auto e = check_rows(rows.typed_data(), limbs, table_rows); e.failure()) return e;
+  for (int64_t j = 0; j < limbs; ++j)
+    if (moduli_tab.typed_data()[rows.typed_data()[j]] != static_cast<uint32_t>(moduli[j]))
+      return key_product_error("the NTT table row of output row " + std::to_string(j) +
+                               " is not for its modulus");
+  return ffi::Error::Success();
+}
+
 // sub is transformed into out, then out is the ModDown variant's sub (read before it is
 // overwritten, element by element).
 ffi::Error KeyProductModDownNttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
@@ -102,11 +113,8 @@ ffi::Error KeyProductModDownNttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi:
                                           tw_shoup.dimensions(), &ps, &table_rows);
       e.failure())
     return e;
-  if (auto e = check_rows(rows.typed_data(), ps.limbs, table_rows); e.failure()) return e;
-  for (int64_t j = 0; j < ps.limbs; ++j)
-    if (moduli_tab.typed_data()[rows.typed_data()[j]] != static_cast<uint32_t>(moduli[j]))
-      return key_product_error("the NTT table row of output row " + std::to_string(j) +
-                               " is not for its modulus");
+  if (auto e = check_table_primes(rows, moduli_tab, ps.limbs, table_rows, moduli); e.failure())
+    return e;
   ntt_forward_cpu(ps, sub.typed_data(), out->typed_data(), rows.typed_data(),
                   moduli_tab.typed_data(), tw.typed_data(), tw_shoup.typed_data());
   ffi::Buffer<ffi::U32> transformed = *out;

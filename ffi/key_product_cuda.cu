@@ -147,21 +147,18 @@ void launch_digits(int digits, dim3 grid, dim3 block, cudaStream_t stream, const
 
 static_assert(kKeyProductMaxDigits == 8, "launch_digits instantiates 1..8 digits");
 
-// --- ModDown's last NTT fused with the key product (jax_fhe_key_inner_product_mod_down_ntt) ---
-// The forward NTT of sub ([B, 2, R, N] as 2B entries of R limbs) runs its columns phase into
-// out as usual. Its rows phase, instead of storing NTT(sub), evaluates the key product at the
-// same W positions (the sum over digits of source x key, as key_product_kernel does) and stores
-// (y - NTT(sub)) * scale. So NTT(sub) is never written and read back, and one launch goes.
-// Polynomial p of a rows tile is entry e = b * 2 + c: ciphertext b, key part c.
-struct KeyProductNttStore {
+// --- The key product fused with the forward NTT's rows phase (one ciphertext, N = 2^15, 2^16) ---
+// Polynomial p of a rows tile is entry e = b * 2 + c: ciphertext b, key part c; the tile's limb
+// is output row j of the plan. key_product_at evaluates y[b, c, j] at W positions, as
+// key_product_kernel does (the same sums and reductions, so the same bits).
+struct KeyProductAt {
   const KeyProductData* a;
   const KeyProductPlan* plan;
   int64_t entry0;  // the tile's first entry
   int j;           // the tile's row within the plan
 
   template <int W>
-  __device__ __forceinline__ void operator()(int p, int64_t pos, uint32_t* d,
-                                             const uint32_t (&v)[W]) const {
+  __device__ __forceinline__ void operator()(int p, int64_t pos, uint32_t (&y)[W]) const {
     const int64_t e = entry0 + p, b = e >> 1;
     const int c = static_cast<int>(e & 1);
     const int64_t n = int64_t{1} << a->log_n;
@@ -205,36 +202,64 @@ struct KeyProductNttStore {
 #pragma unroll
         for (int w = 0; w < W; ++w) acc[w] = mad_wide_u32(sv[ii][w], kv[ii][w], acc[w]);
     }
+#pragma unroll
+    for (int w = 0; w < W; ++w) y[w] = reduce64(acc[w], red);
+  }
+};
+
+// ModDown's last NTT (jax_fhe_key_inner_product_mod_down_ntt): the forward NTT of sub runs its
+// columns phase into out as usual; its rows phase, instead of storing NTT(sub), stores
+// (y - NTT(sub)) * scale. So NTT(sub) is never written and read back, and one launch goes.
+struct KeyProductNttStore {
+  KeyProductAt kp;
+  template <int W>
+  __device__ __forceinline__ void operator()(int p, int64_t pos, uint32_t* d,
+                                             const uint32_t (&v)[W]) const {
+    const KeyProductRow& r = kp.plan->row[kp.j];
     uint32_t y[W];
+    kp(p, pos, y);
 #pragma unroll
     for (int w = 0; w < W; ++w)
-      y[w] = mul_shoup(sub_mod(reduce64(acc[w], red), v[w], r.p), r.scale, r.scale_shoup, r.p);
+      y[w] = mul_shoup(sub_mod(y[w], v[w], r.p), r.scale, r.scale_shoup, r.p);
     ntt_cuda::PlainStore{}(p, pos, d, y);
   }
 };
 
-// The fused rows phase for K2 = 8 (N = 2^15 and 2^16).
+// The fused rows phase for K2 = 8 (N = 2^15 and 2^16), one ciphertext: P = 2 (its key parts).
 constexpr int kFusedK2 = 8;
 
-template <int P, bool LAZY>
+template <bool LAZY>
 __global__ void __launch_bounds__(ntt_cuda::RowsGeometry<kFusedK2>::threads, 2)
-    key_product_ntt_rows_kernel(uint32_t* out, ntt_cuda::Tables t, const __grid_constant__ KeyProductData a,
+    key_product_ntt_rows_kernel(uint32_t* out, ntt_cuda::Tables t,
+                                const __grid_constant__ KeyProductData a,
                                 const __grid_constant__ KeyProductPlan plan) {
   using G = ntt_cuda::RowsGeometry<kFusedK2>;
-  __shared__ uint32_t smem[G::template smem_words<P>];
-  const KeyProductNttStore store{&a, &plan, t.entry0<P>(blockIdx.y), t.limb(blockIdx.y) - plan.row0};
-  ntt_cuda::rows_tile<kFusedK2, P, false, LAZY, false>(out, out, t, blockIdx.x, blockIdx.y, smem, store);
+  __shared__ uint32_t smem[G::template smem_words<2>];
+  const KeyProductAt kp{&a, &plan, t.entry0<2>(blockIdx.y), t.limb(blockIdx.y) - plan.row0};
+  ntt_cuda::rows_tile<kFusedK2, 2, false, LAZY, false>(out, out, t, blockIdx.x, blockIdx.y, smem,
+                                                       KeyProductNttStore{kp});
 }
 
-template <int P, bool LAZY>
-void launch_key_product_ntt_rows(uint32_t* out, int64_t entries, const ntt_cuda::Tables& t,
-                                 const KeyProductData& a, const KeyProductPlan& plan,
-                                 cudaStream_t stream) {
+// Every plan's fused rows phase over one ciphertext (entries 0, 1).
+void launch_key_product_ntt_rows(bool lazy, uint32_t* out, ntt_cuda::Tables t,
+                             const KeyProductData& a, const KeyProductShape& s,
+                             const std::vector<KeyProductRow>& rows,
+                             const std::vector<const uint32_t*>& conv_ptr,
+                             ffi::Span<const int32_t> source, ffi::Span<const int32_t> key_poly,
+                             cudaStream_t stream) {
   using G = ntt_cuda::RowsGeometry<kFusedK2>;
   const int n1 = (1 << t.log_n) >> kFusedK2;
-  const dim3 grid(n1 / G::rows_per_block, static_cast<unsigned>(entries / P * t.limb_count));
-  key_product_ntt_rows_kernel<P, LAZY><<<grid, G::threads, 0, stream>>>(out, t, a, plan);
+  t.batch0 = 0;
+  for (int64_t row0 = 0; row0 < s.rows; row0 += kKeyProductRowsPerLaunch) {
+    const KeyProductPlan plan = key_product_plan(s, rows, conv_ptr, source, key_poly, row0);
+    t.limb0 = static_cast<int>(row0);
+    t.limb_count = plan.rows;
+    const dim3 grid(n1 / G::rows_per_block, static_cast<unsigned>(plan.rows));
+    auto kernel = lazy ? key_product_ntt_rows_kernel<true> : key_product_ntt_rows_kernel<false>;
+    kernel<<<grid, G::threads, 0, stream>>>(out, t, a, plan);
+  }
 }
+
 static_assert(sizeof(KeyProductPlan) <= 4000, "the plan travels as a kernel parameter");
 
 ffi::Error key_product_cuda(cudaStream_t stream, ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
@@ -285,6 +310,39 @@ ffi::Error KeyProductModDownCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> 
   return key_product_cuda(stream, x, key, &sub, convs, out, source, key_poly, key_part, moduli, scale);
 }
 
+// The forward transform's two phases from src into o (then in place) over every entry of o (2
+// per ciphertext): P = 4 where the entries allow, else 2; entries chunked so grid.y stays
+// within 65535.
+void forward_two_phases(bool lazy, const uint32_t* src, uint32_t* o, const PolyShape& ps,
+                ntt_cuda::Tables t, cudaStream_t stream) {
+  const int64_t entries = ps.polys / ps.limbs;  // even
+  static const int env_max_p = static_cast<int>(tuning_int("JAX_FHE_NTT_MAX_P", 4));
+  const int P = env_max_p >= 4 && entries % 4 == 0 ? 4 : 2;
+  const int64_t step = std::max<int64_t>(1, 65535 / ps.limbs) * P;
+  t.limb0 = 0;
+  t.limb_count = static_cast<int>(ps.limbs);
+  for (int64_t e0 = 0; e0 < entries; e0 += step) {
+    const int64_t groups = std::min(step, entries - e0) / P * ps.limbs;
+    t.batch0 = e0;
+    ntt_cuda::launch_forward_columns(P, lazy, src, o, groups, t, stream);
+    ntt_cuda::launch_forward_rows(P, lazy, o, o, groups, t, stream);
+  }
+}
+
+ffi::Error launch_status(const char* what) {
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    return ffi::Error::Internal(std::string(what) + " launch failed: " + cudaGetErrorString(err));
+  return ffi::Error::Success();
+}
+
+// Where the transform and the key product are one kernel: one ciphertext (the fused kernel
+// reads each key polynomial once per ciphertext, the key product kernel once per launch: H100,
+// (48, 12, 4) key switch at batch 8, 659 us fused against 185 + 317 us apart) and K2 = 8.
+bool fuse_rows(const KeyProductShape& s, const PolyShape& ps) {
+  return s.batch == 1 && ps.log_n - ps.log_n / 2 == kFusedK2;
+}
+
 ffi::Error KeyProductModDownNttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                                         ffi::Buffer<ffi::U32> key, ffi::Buffer<ffi::U32> sub,
                                         ffi::Buffer<ffi::S32> rows, ffi::Buffer<ffi::U32> moduli_tab,
@@ -309,51 +367,21 @@ ffi::Error KeyProductModDownNttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U3
       e.failure())
     return e;
   if (s.batch == 0 || s.rows == 0) return ffi::Error::Success();
-  const int64_t entries = ps.polys / ps.limbs;  // 2 per ciphertext
-  static const int env_max_p = static_cast<int>(tuning_int("JAX_FHE_NTT_MAX_P", 4));
-  const int P = env_max_p >= 4 && entries % 4 == 0 ? 4 : 2;  // entries is even
   ntt_cuda::Tables t{rows.typed_data(), moduli_tab.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
                      nullptr, nullptr, static_cast<int>(ps.limbs), ps.log_n, 0,
                      static_cast<int>(ps.limbs), 0, 0};
   uint32_t* o = out->typed_data();
-  // fused for one ciphertext only: the fused kernel reads the key once per ciphertext, the
-  // key product kernel once per launch (H100, (48, 12, 4) key switch, batch 8: 659 us fused
-  // against 185 + 317 us for the rows phase and the key product)
-  const bool fused = ps.log_n - ps.log_n / 2 == kFusedK2 && s.batch == 1;
-  const KeyProductData a{x.typed_data(), key.typed_data(), s.key_batched ? s.key_polys * s.n : 0,
-                         s.key_part, static_cast<int>(s.lx), s.x_batched,
-                         static_cast<int>(s.digits), ps.log_n};
-  // entries per launch: grid.y (groups of P entries x limbs) stays within 65535
-  const int64_t step = std::max<int64_t>(1, 65535 / ps.limbs) * P;
-  for (int64_t e0 = 0; e0 < entries; e0 += step) {
-    const int64_t ne = std::min(step, entries - e0);
-    t.batch0 = e0;
-    t.limb0 = 0;
-    t.limb_count = static_cast<int>(ps.limbs);
-    ntt_cuda::launch_forward_columns(P, lazy, sub.typed_data(), o, ne / P * ps.limbs, t, stream);
-    if (!fused) {
-      ntt_cuda::launch_forward_rows(P, lazy, o, o, ne / P * ps.limbs, t, stream);
-      continue;
-    }
-    for (int64_t row0 = 0; row0 < s.rows; row0 += kKeyProductRowsPerLaunch) {
-      const KeyProductPlan plan = key_product_plan(s, rows_c, conv_ptr, source, key_poly, row0);
-      t.limb0 = static_cast<int>(row0);
-      t.limb_count = plan.rows;
-      // one ciphertext: its 2 entries (key parts) are one group of P = 2
-      lazy ? launch_key_product_ntt_rows<2, true>(o, ne, t, a, plan, stream)
-           : launch_key_product_ntt_rows<2, false>(o, ne, t, a, plan, stream);
-    }
-  }
-  if (!fused) {  // other sizes: the plain transform above, then the ModDown key product on it
+  if (!fuse_rows(s, ps)) {  // the transform, then the ModDown key product reading it
+    forward_two_phases(lazy, sub.typed_data(), o, ps, t, stream);
     ffi::Buffer<ffi::U32> transformed = *out;
     return key_product_cuda(stream, x, key, &transformed, convs, out, source, key_poly, key_part,
                             moduli, scale);
   }
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess)
-    return ffi::Error::Internal(std::string("key_inner_product_mod_down_ntt launch failed: ") +
-                                cudaGetErrorString(err));
-  return ffi::Error::Success();
+  ntt_cuda::launch_forward_columns(2, lazy, sub.typed_data(), o, ps.limbs, t, stream);
+  const KeyProductData a{x.typed_data(), key.typed_data(), 0, s.key_part, static_cast<int>(s.lx),
+                         s.x_batched, static_cast<int>(s.digits), ps.log_n};
+  launch_key_product_ntt_rows(lazy, o, t, a, s, rows_c, conv_ptr, source, key_poly, stream);
+  return launch_status("key_inner_product_mod_down_ntt");
 }
 
 }  // namespace

@@ -593,6 +593,7 @@ void launch_forward_phase(bool columns, int p, bool lazy, const uint32_t* src, u
 }
 }  // namespace
 
+
 void launch_forward_columns(int p, bool lazy, const uint32_t* src, uint32_t* dst, int64_t groups,
                             const Tables& t, cudaStream_t stream) {
   launch_forward_phase(true, p, lazy, src, dst, groups, t, stream);

@@ -173,7 +173,7 @@ def test_bad_inputs():
         call(convs=[convs[0], jnp.concatenate([convs[1]] * 2)[:3]])
     with pytest.raises(ValueError, match="sub must have shape"):
         call(sub=jnp.zeros((2, 2, 2, N), jnp.uint32), scale=[1, 1, 1])
-    with pytest.raises(ValueError, match="scale is only used with sub"):
+    with pytest.raises(ValueError, match="scale and sub_ntt are only used with sub"):
         call(scale=[1, 1, 1])
     bad = source.copy()
     bad[1, 2] = x.shape[-2] + convs[1].shape[-2]

@@ -27,6 +27,18 @@ MAX_DIGITS = 8
 MAX_SOURCE_ROWS = 255
 
 
+def _transform_rows(spec, r: int, moduli, n: int):
+    """(ctx, rows) of the fused NTT, checked against the output rows' primes and N."""
+    ctx, rows = spec
+    ctx = as_context(ctx, "digit_key_product")
+    rows = ctx.rows_for(r, rows)
+    if n != ctx.n:
+        raise ValueError(f"digit_key_product: data has N={n} but the NTT tables were built for N={ctx.n}")
+    if [ctx.primes[i] for i in rows] != [int(m) for m in moduli]:
+        raise ValueError("digit_key_product: the NTT rows' primes differ from moduli")
+    return ctx, rows
+
+
 def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: int, moduli,
                       sub=None, scale=None, sub_ntt=None) -> jax.Array:
     """Key inner product over digits read in place.
@@ -45,7 +57,8 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
                                       subtract its forward NTT under the RNS context ``ctx`` at
                                       table rows ``rows`` (whose primes must be ``moduli``). On
                                       the GPU the NTT's second phase and the key product are one
-                                      kernel, so NTT(sub) is never written (N = 2^15, 2^16).
+                                      kernel, so NTT(sub) is never written (one
+                                      ciphertext, N = 2^15, 2^16; batches run them apart).
     Returns uint32[B..., 2, R, N].
     """
     x = as_poly(x, "digit_key_product")
@@ -86,8 +99,8 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
     attrs = dict(source=source.reshape(-1), key_poly=key_poly.reshape(-1), key_part=int(key_part),
                  moduli=moduli)
     if sub is None:
-        if scale is not None:
-            raise ValueError("digit_key_product: scale is only used with sub")
+        if scale is not None or sub_ntt is not None:
+            raise ValueError("digit_key_product: scale and sub_ntt are only used with sub")
         call = jax.ffi.ffi_call("jax_fhe_key_inner_product", out, vmap_method="expand_dims")
         return call(x, key, *convs, **attrs)
     scale = np.asarray(scale, dtype=np.int64)
@@ -96,13 +109,7 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
     if sub_ntt is None:
         call = jax.ffi.ffi_call("jax_fhe_key_inner_product_mod_down", out, vmap_method="expand_dims")
         return call(x, key, sub, *convs, scale=scale, **attrs)
-    ctx, rows = sub_ntt
-    ctx = as_context(ctx, "digit_key_product")
-    rows = ctx.rows_for(r, rows)
-    if x.shape[-1] != ctx.n:
-        raise ValueError(f"digit_key_product: data has N={x.shape[-1]} but the NTT tables were built for N={ctx.n}")
-    if [ctx.primes[i] for i in rows] != [int(m) for m in moduli]:
-        raise ValueError("digit_key_product: the NTT rows' primes differ from moduli")
+    ctx, rows = _transform_rows(sub_ntt, r, moduli, x.shape[-1])
     # the NTT runs in place in the output, so sub needs every batch entry
     sub = jnp.broadcast_to(sub, out.shape)
     call = jax.ffi.ffi_call("jax_fhe_key_inner_product_mod_down_ntt", out, vmap_method="expand_dims")

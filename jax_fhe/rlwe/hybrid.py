@@ -77,15 +77,13 @@ FUSED_CENTERED_CONV = os.environ.get("JAX_FHE_FUSED_CENTERED", "1") != "0"
 # JAX_FHE_STACKED_MOD_UP=0 converts digit by digit (for comparison), with the same bits.
 STACKED_MOD_UP = os.environ.get("JAX_FHE_STACKED_MOD_UP", "1") != "0"
 
-# Key switch: 0 = the basis rows' inner product waits for ModDown and subtracts and scales in
-# its store; 1 = it runs apart from ModDown (no data dependency, so a concurrent command
-# buffer can overlap the two) and an elementwise pass subtracts and scales. Read at trace time.
-SPLIT_KEY_PRODUCT = int(os.environ.get("JAX_FHE_KS_SPLIT_PRODUCT", "0"))
-
-# Key switch: ModDown's last forward NTT fused with the basis rows' key product (one kernel
-# for the NTT's second phase, the inner product, the subtraction and the scaling), or
-# (JAX_FHE_FUSED_MOD_DOWN_NTT=0) the NTT apart. Same bits. Read at trace time.
-FUSED_MOD_DOWN_NTT = os.environ.get("JAX_FHE_FUSED_MOD_DOWN_NTT", "1") != "0"
+# Key switch: ModDown's last forward NTT fused with the basis rows' key product
+# (ops.digit_key_product's sub_ntt: for one ciphertext on the GPU the NTT's second phase
+# evaluates the product, subtracts and scales), or (JAX_FHE_FUSED_KEY_PRODUCT_NTT=0) the NTT
+# apart. Same bits. H100, (48, 12, 4), one ct: 86 us for the fused kernel against 28 + 74 us.
+# (The special rows' product fused with ModDown's INTT was measured too, 26.7 us against
+# 17.5 + 8.8, and left out.) Read at trace time.
+FUSED_KEY_PRODUCT_NTT = os.environ.get("JAX_FHE_FUSED_KEY_PRODUCT_NTT", "1") != "0"
 
 
 @pytree_dataclass
@@ -408,7 +406,9 @@ def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
     once for the whole batch: first the special rows, which ModDown converts to the basis
     (INTT, centered BConv, NTT); then the basis rows, whose store subtracts that conversion
     and multiplies by P^-1. The extended digits and the basis rows of the inner product are
-    never written.
+    never written. With ``FUSED_KEY_PRODUCT_NTT`` (default) ModDown's NTT is the basis rows'
+    product's own option (``sub_ntt``): for one ciphertext on the GPU the NTT's second phase
+    evaluates the product, so the transformed conversion is never written either.
     """
     _check_key(key, ring, tables, "key_switch")
     _check_basis(x, tables, "key_switch")
@@ -432,11 +432,9 @@ def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
                                      key_part=t, moduli=moduli, **epilogue)
 
     yp = product(tables.special_rows)                                   # [..., 2, alpha_p, N]
-    if SPLIT_KEY_PRODUCT:
-        return _mod_down_parts(product(tables.rows), yp, ring, tables)
     conv = exact_conv(ops.intt(yp, ring, tables.special_rows), tables.mod_down, ring)  # [..., 2, L, N]
     scale = _p_inverse(ring.primes, tables.rows, tables.special_rows)
-    if FUSED_MOD_DOWN_NTT:
+    if FUSED_KEY_PRODUCT_NTT:
         return product(tables.rows, sub=conv, scale=scale, sub_ntt=(ring, tables.rows))
     return product(tables.rows, sub=ops.ntt(conv, ring, tables.rows), scale=scale)
 
