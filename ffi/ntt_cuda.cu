@@ -6,6 +6,8 @@
 //   phase 1 ("columns"): a block loads a few columns (an n1 x 16 or n1 x 8 tile), runs stages 0..K1-1;
 //   phase 2 ("rows"):    a block loads RPB whole rows, runs stages K1..logN-1.
 // The inverse runs the mirror image (rows first, then columns, then the N^-1 scaling).
+// The tiles of both phases (columns_tile, rows_tile) are in ntt_device.cuh, where the fused
+// key product (key_product_cuda.cu) reuses the rows tile through its store hook.
 //
 // Inside a phase every thread holds R = 8 elements and performs up to three stages in
 // registers (a radix-8 round); rounds exchange data through shared memory.
