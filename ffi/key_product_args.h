@@ -234,21 +234,29 @@ inline ffi::Error decode_key_product_args(
   return ffi::Error::Success();
 }
 
-// The ModDown-NTT variant's extra checks, after decode_key_product_args: sub has the output's
-// shape, and the NTT tables fit it. Fills the NTT's view of sub (2B entries of R limbs).
-inline ffi::Error check_key_product_ntt_args(const ffi::AnyBuffer::Dimensions& sub,
-                                             const ffi::AnyBuffer::Dimensions& out,
-                                             const ffi::AnyBuffer::Dimensions& rows,
-                                             const ffi::AnyBuffer::Dimensions& moduli,
-                                             const ffi::AnyBuffer::Dimensions& tw,
-                                             const ffi::AnyBuffer::Dimensions& tw_shoup,
-                                             PolyShape* ps, int64_t* table_rows) {
-  if (sub.size() != out.size())
-    return key_product_error("sub must have the output's shape (every batch entry)");
-  for (size_t i = 0; i < sub.size(); ++i)
-    if (sub[i] != out[i]) return key_product_error("sub must have the output's shape (every batch entry)");
-  if (auto e = decode_poly_shape(sub, "key_inner_product sub", ps); e.failure()) return e;
-  return check_ntt_args(*ps, out, sub, rows, moduli, tw, tw_shoup, table_rows);
+// The ModDown-NTT variant's decoding: decode_key_product_args, then sub has the output's
+// shape and the NTT tables fit it. Fills the NTT's view of sub (2B entries of R limbs) and the
+// tables' row count.
+inline ffi::Error decode_key_product_ntt_args(
+    const ffi::Buffer<ffi::U32>& x, const ffi::Buffer<ffi::U32>& key,
+    const ffi::Buffer<ffi::U32>& sub, const ffi::RemainingArgs& convs,
+    const ffi::AnyBuffer::Dimensions& out, ffi::Span<const int32_t> source,
+    ffi::Span<const int32_t> key_poly, int64_t key_part, ffi::Span<const int64_t> moduli,
+    ffi::Span<const int64_t> scale, const ffi::Buffer<ffi::S32>& rows,
+    const ffi::Buffer<ffi::U32>& moduli_tab, const ffi::Buffer<ffi::U32>& tw,
+    const ffi::Buffer<ffi::U32>& tw_shoup, KeyProductShape* s, std::vector<KeyProductRow>* rows_c,
+    std::vector<const uint32_t*>* conv_ptr, PolyShape* ps, int64_t* table_rows) {
+  if (auto e = decode_key_product_args(x, key, &sub, convs, out, source, key_poly, key_part,
+                                       moduli, scale, s, rows_c, conv_ptr);
+      e.failure())
+    return e;
+  const auto& sd = sub.dimensions();
+  bool same = sd.size() == out.size();
+  for (size_t i = 0; same && i < sd.size(); ++i) same = sd[i] == out[i];
+  if (!same) return key_product_error("sub must have the output's shape (every batch entry)");
+  if (auto e = decode_poly_shape(sd, "key_inner_product sub", ps); e.failure()) return e;
+  return check_ntt_args(*ps, out, sd, rows.dimensions(), moduli_tab.dimensions(), tw.dimensions(),
+                        tw_shoup.dimensions(), table_rows);
 }
 
 // The plan of the launch covering rows [row0, row0 + kKeyProductRowsPerLaunch).

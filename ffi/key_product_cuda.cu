@@ -355,15 +355,11 @@ ffi::Error KeyProductModDownNttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U3
   KeyProductShape s;
   std::vector<KeyProductRow> rows_c;
   std::vector<const uint32_t*> conv_ptr;
-  if (auto e = decode_key_product_args(x, key, &sub, convs, out->dimensions(), source, key_poly,
-                                       key_part, moduli, scale, &s, &rows_c, &conv_ptr);
-      e.failure())
-    return e;
   PolyShape ps;
   int64_t table_rows = 0;
-  if (auto e = check_key_product_ntt_args(sub.dimensions(), out->dimensions(), rows.dimensions(),
-                                          moduli_tab.dimensions(), tw.dimensions(),
-                                          tw_shoup.dimensions(), &ps, &table_rows);
+  if (auto e = decode_key_product_ntt_args(x, key, sub, convs, out->dimensions(), source, key_poly,
+                                           key_part, moduli, scale, rows, moduli_tab, tw, tw_shoup,
+                                           &s, &rows_c, &conv_ptr, &ps, &table_rows);
       e.failure())
     return e;
   if (s.batch == 0 || s.rows == 0) return ffi::Error::Success();
