@@ -229,13 +229,18 @@ ffi::Error run_bconv(cudaStream_t stream, const BconvShape& s, int64_t fold_ever
   const bool fold = fold_every < s.lin;
   const int fe = static_cast<int>(std::min<int64_t>(fold_every, s.lin));
   auto args = [&](auto launcher) { launcher(stream, s, fold, fe, x, y, in_c, mat, out_c, cen); };
-  // JAX_FHE_BCONV_VEC (1, 2 or 4) caps the coefficients per thread at 9..12 inputs (tuning:
-  // fewer coefficients per thread need fewer registers, so more warps fit on an SM)
-  static const int max_vec = static_cast<int>(tuning_int("JAX_FHE_BCONV_VEC", 4));
+  // Coefficients per thread at 9..12 inputs: 4 (80 registers) where the grid fills the GPU
+  // without splitting the output limbs, else 2 (60 registers, so more warps per SM).
+  // H200, one (48, 12, 4) key switch (Nsight Compute): ModUp's conversion 44.4 us at 2 against
+  // 48.3 at 4, ModDown's 26.5 against 27.3; H100, 12 -> 48 at B = 16: 4 is faster (166 against
+  // 177 us). JAX_FHE_BCONV_VEC (1, 2 or 4) forces a width (tuning).
+  static const int env_vec = static_cast<int>(tuning_int("JAX_FHE_BCONV_VEC", 0));
+  const int64_t wide_blocks = (s.in.n + kThreads * 4 - 1) / (kThreads * 4) * s.batch * s.digits;
+  const int vec12 = env_vec > 0 ? env_vec : (wide_blocks >= 2 * static_cast<int64_t>(sm_count()) ? 4 : 2);
   if (s.lin <= 4) args(launch<4, 4, CENTERED>);
   else if (s.lin <= 8) args(launch<8, 4, CENTERED>);
   else if (s.lin <= 12)
-    args(max_vec >= 4 ? launch<12, 4, CENTERED> : max_vec >= 2 ? launch<12, 2, CENTERED> : launch<12, 1, CENTERED>);
+    args(vec12 >= 4 ? launch<12, 4, CENTERED> : vec12 >= 2 ? launch<12, 2, CENTERED> : launch<12, 1, CENTERED>);
   else if (s.lin <= 16) args(launch<16, 4, CENTERED>);
   else if constexpr (!CENTERED) {  // the centered handler's checks stop at 16 inputs
     if (s.lin <= 24) args(launch<24, 2, false>);

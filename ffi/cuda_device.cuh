@@ -7,6 +7,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <utility>
+
+#include "common.h"
 
 namespace jax_fhe {
 
@@ -43,5 +46,50 @@ inline int device_attribute(int fallback) {
 
 inline int sm_count() { return device_attribute<cudaDevAttrMultiProcessorCount>(100); }
 inline int cc_major() { return device_attribute<cudaDevAttrComputeCapabilityMajor>(0); }
+
+// Programmatic dependent launch (sm_90+). A kernel launched with `dependent` may start while the
+// kernel before it on the stream finishes: its blocks are scheduled once every block of that
+// kernel has called allow_dependents() (or exited), and wait in wait_for_producer() until that
+// kernel has completed and its writes are visible. This hides the launch gap and the ramp
+// between the two phases of an NTT (and the NTT and the fused key product). On older devices,
+// or with JAX_FHE_PDL=0, the launch is an ordinary one and both calls are no-ops.
+inline bool pdl_enabled() {
+  static const bool env = tuning_int("JAX_FHE_PDL", 1) != 0;
+  return env && cc_major() >= 9;
+}
+
+template <typename... Params, typename... Args>
+inline cudaError_t launch_kernel(bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block,
+                                 size_t smem, cudaStream_t stream, Args&&... args) {
+  if (!dependent || !pdl_enabled()) {
+    kernel<<<grid, block, smem, stream>>>(std::forward<Args>(args)...);
+    return cudaGetLastError();
+  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+#if defined(__CUDACC__)
+__device__ __forceinline__ void wait_for_producer() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void allow_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+#endif
 
 }  // namespace jax_fhe

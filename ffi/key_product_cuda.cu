@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common.h"
+#include "cuda_device.cuh"
 #include "key_product_args.h"
 #include "modarith.h"
 #include "ntt_device.cuh"
@@ -235,6 +236,8 @@ __global__ void __launch_bounds__(ntt_cuda::RowsGeometry<kFusedK2>::threads, 2)
                                 const __grid_constant__ KeyProductPlan plan) {
   using G = ntt_cuda::RowsGeometry<kFusedK2>;
   __shared__ uint32_t smem[G::template smem_words<2>];
+  allow_dependents();
+  wait_for_producer();
   const KeyProductAt kp{&a, &plan, t.entry0<2>(blockIdx.y), t.limb(blockIdx.y) - plan.row0};
   ntt_cuda::rows_tile<kFusedK2, 2, false, LAZY, false>(out, out, t, blockIdx.x, blockIdx.y, smem,
                                                        KeyProductNttStore{kp});
@@ -256,7 +259,9 @@ void launch_key_product_ntt_rows(bool lazy, uint32_t* out, ntt_cuda::Tables t,
     t.limb_count = plan.rows;
     const dim3 grid(n1 / G::rows_per_block, static_cast<unsigned>(plan.rows));
     auto kernel = lazy ? key_product_ntt_rows_kernel<true> : key_product_ntt_rows_kernel<false>;
-    kernel<<<grid, G::threads, 0, stream>>>(out, t, a, plan);
+    // dependent on the columns phase launched just before (a later row chunk: on the chunk
+    // before it, which writes other rows, so the wait costs nothing)
+    launch_kernel(true, kernel, grid, dim3(G::threads), 0, stream, out, t, a, plan);
   }
 }
 

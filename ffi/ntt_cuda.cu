@@ -55,6 +55,8 @@ __global__ void __launch_bounds__(ColsGeometry<K1, P>::threads, MINB)
     ntt_columns_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                        Tables t) {
   __shared__ uint32_t smem[ColsGeometry<K1, P>::smem_words];
+  allow_dependents();  // programmatic dependent launch (cuda_device.cuh)
+  wait_for_producer();
   columns_tile<K1, P, INVERSE, LAZY, false>(src, dst, t, blockIdx.x, blockIdx.y, smem);
 }
 
@@ -63,6 +65,8 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads, MINB)
     ntt_rows_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                     Tables t) {
   __shared__ uint32_t smem[RowsGeometry<K2>::template smem_words<P>];
+  allow_dependents();
+  wait_for_producer();
   rows_tile<K2, P, INVERSE, LAZY, false>(src, dst, t, blockIdx.x, blockIdx.y, smem);
 }
 
@@ -344,7 +348,9 @@ void launch_columns(const uint32_t* src, uint32_t* dst, int64_t groups, const Ta
   constexpr int kCols = ColsPerBlock<P>::value;
   const int n2 = (1 << t.log_n) >> K1;
   dim3 grid(n2 / kCols, static_cast<unsigned>(groups));
-  ntt_columns_kernel<K1, P, INVERSE, LAZY, MINB><<<grid, (1 << K1) / R * kCols, 0, stream>>>(src, dst, t);
+  // the inverse transform's second phase: launched as dependent on the first
+  launch_kernel(INVERSE, ntt_columns_kernel<K1, P, INVERSE, LAZY, MINB>, grid,
+                dim3((1 << K1) / R * kCols), 0, stream, src, dst, t);
 }
 
 template <int K2, int P, bool INVERSE, bool LAZY, int MINB>
@@ -353,7 +359,9 @@ void launch_rows(const uint32_t* src, uint32_t* dst, int64_t groups, const Table
   using G = RowsGeometry<K2>;
   const int n1 = (1 << t.log_n) >> K2;
   dim3 grid(n1 / G::rows_per_block, static_cast<unsigned>(groups));
-  ntt_rows_kernel<K2, P, INVERSE, LAZY, MINB><<<grid, G::threads, 0, stream>>>(src, dst, t);
+  // the forward transform's second phase: launched as dependent on the first
+  launch_kernel(!INVERSE, ntt_rows_kernel<K2, P, INVERSE, LAZY, MINB>, grid, dim3(G::threads), 0,
+                stream, src, dst, t);
 }
 
 template <int K, int P, bool INVERSE, bool LAZY, int MINB>

@@ -14,6 +14,8 @@ PRIME_SETS = {
     "30bit": lambda n: rns.ntt_primes(30, 3, n),
     "31bit": lambda n: rns.ntt_primes(31, 2, n),                      # just below 2^31
     "mixed": lambda n: rns.ntt_primes(25, 1, n) + rns.ntt_primes(29, 1, n, congruent_to=1 << 18),
+    # one launch with 30-bit and 31-bit primes (canonical butterflies for all)
+    "30+31bit": lambda n: rns.ntt_primes(30, 2, n) + rns.ntt_primes(31, 1, n),
 }
 
 
