@@ -43,6 +43,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common.h"
@@ -278,6 +279,51 @@ inline KeyProductPlan key_product_plan(const KeyProductShape& s, const std::vect
   }
   for (int j = 0; j < plan.rows; ++j) plan.row[j] = rows[row0 + j];
   return plan;
+}
+
+// The three key-product targets' signatures, written once for the CPU and CUDA handlers (the
+// CUDA ones pass a binding that starts with the stream context). Arguments: x [B..., Lx, N],
+// key [..., N], then the target's own buffers, then conv_i [B..., Lc_i, N] (remaining
+// arguments); result out [B..., 2, R, N]; attributes source, key_poly, key_part, moduli, then
+// the target's own.
+template <typename Binding>
+auto bind_key_product_tail(Binding b) {
+  return std::move(b).RemainingArgs()
+      .template Ret<ffi::Buffer<ffi::U32>>()
+      .template Attr<ffi::Span<const int32_t>>("source")
+      .template Attr<ffi::Span<const int32_t>>("key_poly")
+      .template Attr<int64_t>("key_part")
+      .template Attr<ffi::Span<const int64_t>>("moduli");
+}
+
+// jax_fhe_key_inner_product
+template <typename Binding>
+auto bind_key_product(Binding b) {
+  return bind_key_product_tail(std::move(b).template Arg<ffi::Buffer<ffi::U32>>().template Arg<ffi::Buffer<ffi::U32>>());
+}
+
+// jax_fhe_key_inner_product_mod_down: sub [B..., 2, R, N]; attribute scale
+template <typename Binding>
+auto bind_key_product_mod_down(Binding b) {
+  return bind_key_product_tail(std::move(b).template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>())
+      .template Attr<ffi::Span<const int64_t>>("scale");
+}
+
+// jax_fhe_key_inner_product_mod_down_ntt: sub [B..., 2, R, N] (coefficients), rows [R] (NTT
+// table rows), NTT moduli [T], tw [T, N], tw_shoup [T, N]; attributes scale, lazy
+template <typename Binding>
+auto bind_key_product_mod_down_ntt(Binding b) {
+  return bind_key_product_tail(std::move(b).template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::S32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>())
+      .template Attr<ffi::Span<const int64_t>>("scale")
+      .template Attr<bool>("lazy");
 }
 
 }  // namespace jax_fhe

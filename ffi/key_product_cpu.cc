@@ -120,45 +120,12 @@ ffi::Error KeyProductModDownNttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi:
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductCpu, KeyProductCpuImpl,
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [B..., Lx, N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // key [..., N]
-                                  .RemainingArgs()               // conv_i [B..., Lc_i, N]
-                                  .Ret<ffi::Buffer<ffi::U32>>()  // out [B..., 2, R, N]
-                                  .Attr<ffi::Span<const int32_t>>("source")
-                                  .Attr<ffi::Span<const int32_t>>("key_poly")
-                                  .Attr<int64_t>("key_part")
-                                  .Attr<ffi::Span<const int64_t>>("moduli"));
+                              bind_key_product(ffi::Ffi::Bind()));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductModDownCpu, KeyProductModDownCpuImpl,
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [B..., Lx, N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // key [..., N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // sub [B..., 2, R, N]
-                                  .RemainingArgs()               // conv_i [B..., Lc_i, N]
-                                  .Ret<ffi::Buffer<ffi::U32>>()  // out [B..., 2, R, N]
-                                  .Attr<ffi::Span<const int32_t>>("source")
-                                  .Attr<ffi::Span<const int32_t>>("key_poly")
-                                  .Attr<int64_t>("key_part")
-                                  .Attr<ffi::Span<const int64_t>>("moduli")
-                                  .Attr<ffi::Span<const int64_t>>("scale"));
+                              bind_key_product_mod_down(ffi::Ffi::Bind()));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductModDownNttCpu, KeyProductModDownNttCpuImpl,
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [B..., Lx, N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // key [..., N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // sub [B..., 2, R, N], coefficients
-                                  .Arg<ffi::Buffer<ffi::S32>>()  // rows [R] (NTT table rows)
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // NTT moduli [T]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // tw [T, N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // tw_shoup [T, N]
-                                  .RemainingArgs()               // conv_i [B..., Lc_i, N]
-                                  .Ret<ffi::Buffer<ffi::U32>>()  // out [B..., 2, R, N]
-                                  .Attr<ffi::Span<const int32_t>>("source")
-                                  .Attr<ffi::Span<const int32_t>>("key_poly")
-                                  .Attr<int64_t>("key_part")
-                                  .Attr<ffi::Span<const int64_t>>("moduli")
-                                  .Attr<ffi::Span<const int64_t>>("scale")
-                                  .Attr<bool>("lazy"));
+                              bind_key_product_mod_down_ntt(ffi::Ffi::Bind()));
 
 }  // namespace jax_fhe
