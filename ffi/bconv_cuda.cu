@@ -3,8 +3,9 @@
 //
 // One thread owns VEC consecutive coefficients of one batch entry: it loads the Lin input
 // residues once (vector loads, coalesced across the warp), pre-multiplies them in registers,
-// and writes every output limb of its output group once. The table slice of the block's output
-// group sits in shared memory; all threads of a warp read the same entry (broadcast).
+// and writes every output limb of its output group once, OUTS limbs per step. The table slice
+// of the block's output group sits in shared memory; all threads of a warp read the same entry
+// (broadcast).
 // Accumulation is 64-bit (IMAD.WIDE); with FOLD=false there is no reduction until the end.
 // When the grid would be too small to fill the GPU (small batch), the output limbs are split
 // over blockIdx.z; the inputs are then re-read from L2.
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <type_traits>
 
 #include "bconv_args.h"
 #include "common.h"
@@ -79,7 +81,7 @@ struct Centering {
   int fix_bits;
 };
 
-template <int KMAX, int VEC, bool FOLD, bool CENTERED>
+template <int KMAX, int VEC, int OUTS, bool FOLD, bool CENTERED>
 __global__ void __launch_bounds__(kThreads)
     bconv_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, int lin, int lout,
                  int n, int64_t x_stride, int64_t y_stride, int digits, int out_per_block,
@@ -154,40 +156,63 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < VEC; ++e) kq[e] = (kq[e] + (1u << (cen.fix_bits - 1))) >> cen.fix_bits;
   }
   const uint4* sT4 = reinterpret_cast<const uint4*>(sT);
-  for (int i = 0; i < on; ++i) {
-    const uint4 rc = sOut[i];
-    const Reduce64 red{rc.x, rc.y, rc.z, rc.w};
-    uint64_t acc[VEC];
+  // NO output limbs i0 .. i0 + NO - 1 at once: NO * VEC independent accumulations in flight,
+  // and one reduction's latency overlaps the other's sums
+  auto outputs = [&](int i0, auto no_tag) {
+    constexpr int NO = decltype(no_tag)::value;
+    Reduce64 red[NO];
+    uint64_t acc[NO][VEC];
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) acc[e] = 0;
+    for (int o = 0; o < NO; ++o) {
+      const uint4 rc = sOut[i0 + o];
+      red[o] = Reduce64{rc.x, rc.y, rc.z, rc.w};
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) acc[o][e] = 0;
+    }
 #pragma unroll
     for (int j4 = 0; j4 < KMAX / 4; ++j4) {
-      const uint4 t4 = sT4[i * (KMAX / 4) + j4];
-      const uint32_t t[4] = {t4.x, t4.y, t4.z, t4.w};
+      uint32_t t[NO][4];
+#pragma unroll
+      for (int o = 0; o < NO; ++o) {
+        const uint4 t4 = sT4[(i0 + o) * (KMAX / 4) + j4];
+        t[o][0] = t4.x, t[o][1] = t4.y, t[o][2] = t4.z, t[o][3] = t4.w;
+      }
 #pragma unroll
       for (int jj = 0; jj < 4; ++jj) {
         const int j = 4 * j4 + jj;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[e] = mad_wide(t[jj], v[j][e], acc[e]);
+        for (int o = 0; o < NO; ++o)
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) acc[o][e] = mad_wide(t[o][jj], v[j][e], acc[o][e]);
         if (FOLD && (j + 1) % fold_every == 0) {
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) acc[e] = reduce64(acc[e], red);
+          for (int o = 0; o < NO; ++o)
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) acc[o][e] = reduce64(acc[o][e], red[o]);
         }
       }
     }
-    uint32_t out[VEC];
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-      if (CENTERED && !FOLD) acc[e] = mad_wide(kq[e], sProd[i], acc[e]);  // - k Q (mod p_i)
-      out[e] = reduce64(acc[e], red);
-      // k Q mod p_i: reduce the exact product
-      if (CENTERED && FOLD) out[e] = sub_mod(out[e], reduce64(static_cast<uint64_t>(kq[e]) * sProd[i], red), red.p);
+    for (int o = 0; o < NO; ++o) {
+      const int i = i0 + o;
+      uint32_t out[VEC];
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        if (CENTERED && !FOLD) acc[o][e] = mad_wide(kq[e], sProd[i], acc[o][e]);  // - k Q (mod p_i)
+        out[e] = reduce64(acc[o][e], red[o]);
+        // k Q mod p_i: reduce the exact product
+        if (CENTERED && FOLD)
+          out[e] = sub_mod(out[e], reduce64(static_cast<uint64_t>(kq[e]) * sProd[i], red[o]), red[o].p);
+      }
+      VecIO<VEC>::store(yb + static_cast<int64_t>(i) * n, out);
     }
-    VecIO<VEC>::store(yb + static_cast<int64_t>(i) * n, out);
-  }
+  };
+  int i = 0;
+  for (; i + OUTS <= on; i += OUTS) outputs(i, std::integral_constant<int, OUTS>{});
+  for (; i < on; ++i) outputs(i, std::integral_constant<int, 1>{});
 }
 
-template <int KMAX, int VEC, bool CENTERED>
+template <int KMAX, int VEC, bool CENTERED, int OUTS = 1>
 void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
             const uint32_t* x, uint32_t* y, const uint32_t* in_c, const uint32_t* mat,
             const uint32_t* out_c, const Centering& cen) {
@@ -213,10 +238,9 @@ void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
     dim3 grid(tiles, static_cast<unsigned>(nb * digits), splits);
     const uint32_t* xs = x + b0 * s.in_stride() + s.offset * n;
     uint32_t* ys = y + b0 * s.out_stride();
-    if (fold)
-      bconv_kernel<KMAX, VEC, true, CENTERED><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, s.in_stride(), s.out_stride(), digits, per_block, fold_every, in_c, mat, out_c, cen);
-    else
-      bconv_kernel<KMAX, VEC, false, CENTERED><<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, s.in_stride(), s.out_stride(), digits, per_block, fold_every, in_c, mat, out_c, cen);
+    auto kernel = fold ? bconv_kernel<KMAX, VEC, OUTS, true, CENTERED> : bconv_kernel<KMAX, VEC, OUTS, false, CENTERED>;
+    kernel<<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, s.in_stride(), s.out_stride(),
+                                             digits, per_block, fold_every, in_c, mat, out_c, cen);
   }
 }
 
@@ -239,8 +263,19 @@ ffi::Error run_bconv(cudaStream_t stream, const BconvShape& s, int64_t fold_ever
   const int vec12 = env_vec > 0 ? env_vec : (wide_blocks >= 2 * static_cast<int64_t>(sm_count()) ? 4 : 2);
   if (s.lin <= 4) args(launch<4, 4, CENTERED>);
   else if (s.lin <= 8) args(launch<8, 4, CENTERED>);
-  else if (s.lin <= 12)
-    args(vec12 >= 4 ? launch<12, 4, CENTERED> : vec12 >= 2 ? launch<12, 2, CENTERED> : launch<12, 1, CENTERED>);
+  else if (s.lin <= 12) {
+    // two output limbs per step at 2 and 4 coefficients per thread (JAX_FHE_BCONV_OUTS=1: one).
+    // H200 (Nsight Compute): one (48, 12, 4) key switch, ModUp's conversion 44.3 against
+    // 46.2 us, ModDown's 26.4 against 27.2; at B = 16 577 against 589 and 293 against 303. Four
+    // per step cut instructions 14% but not time (80 registers); at 1 per thread, no gain.
+    static const bool pair = tuning_int("JAX_FHE_BCONV_OUTS", 2) >= 2;
+    if (vec12 >= 4)
+      pair ? args(launch<12, 4, CENTERED, 2>) : args(launch<12, 4, CENTERED>);
+    else if (vec12 >= 2)
+      pair ? args(launch<12, 2, CENTERED, 2>) : args(launch<12, 2, CENTERED>);
+    else
+      args(launch<12, 1, CENTERED>);
+  }
   else if (s.lin <= 16) args(launch<16, 4, CENTERED>);
   else if constexpr (!CENTERED) {  // the centered handler's checks stop at 16 inputs
     if (s.lin <= 24) args(launch<24, 2, false>);
