@@ -24,6 +24,7 @@
 #include "bconv_args.h"
 #include "common.h"
 #include "cuda_device.cuh"
+#include "mma_device.cuh"
 #include "modarith.h"
 
 namespace jax_fhe {
@@ -81,6 +82,19 @@ struct Centering {
   int fix_bits;
 };
 
+// The tables of conversion dg of a stacked launch (digits > 1, bconv_args.h).
+template <bool CENTERED, typename Ptr>  // Ptr: the kernels' const uint32_t* __restrict__
+__device__ __forceinline__ void select_conversion(int dg, int lin, int lout, Ptr& in_c, Ptr& mat,
+                                                  Ptr& out_c, Centering& cen) {
+  in_c += dg * 3 * lin;
+  mat += static_cast<int64_t>(dg) * lout * lin;
+  out_c += dg * 4 * lout;
+  if (CENTERED) {
+    cen.inv_fix += dg * lin;
+    cen.src_prod += dg * lout;
+  }
+}
+
 template <int KMAX, int VEC, int OUTS, bool FOLD, bool CENTERED>
 __global__ void __launch_bounds__(kThreads)
     bconv_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, int lin, int lout,
@@ -95,13 +109,7 @@ __global__ void __launch_bounds__(kThreads)
   // input limbs from d * lin and writes output limbs from d * lout (bconv_args.h)
   const int dg = static_cast<int>(blockIdx.y % static_cast<unsigned>(digits));
   const int64_t b = blockIdx.y / static_cast<unsigned>(digits);
-  in_c += dg * 3 * lin;
-  mat += static_cast<int64_t>(dg) * lout * lin;
-  out_c += dg * 4 * lout;
-  if (CENTERED) {
-    cen.inv_fix += dg * lin;
-    cen.src_prod += dg * lout;
-  }
+  select_conversion<CENTERED>(dg, lin, lout, in_c, mat, out_c, cen);
   x += static_cast<int64_t>(dg) * lin * n;
   y += static_cast<int64_t>(dg) * lout * n;
   const int o0 = blockIdx.z * out_per_block;
@@ -244,6 +252,294 @@ void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Tensor-core conversion (Lin <= 16, sm_80 and newer): the sum over inputs runs on int8 tensor
+// cores, which see only bytes.
+//
+// With y_j the pre-multiplied inputs (bytes y_j = sum_a 2^(8a) y_ja) and, per output i, the
+// table in Montgomery form split into bytes, T_jai = 2^(32 + 8a) mat[i][j] mod p_i
+// = sum_b 2^(8b) t_jaib:
+//   2^32 sum_j y_j mat[i][j] = sum_b 2^(8b) P_ib  (mod p_i),   P_ib = sum_(j,a) y_ja t_jaib,
+// a GEMM of [coefficients x 4 Lin] bytes by [4 Lin x 4 Lout] bytes with exact int32 sums. The
+// centered conversion's -k Q is one more input: y_Lin = k with table column -Q mod p_i. With at
+// most 17 inputs P_ib < 68 * 255^2 < 2^23, so x = sum_b 2^(8b) P_ib < 2^47 whatever the table
+// holds, and one Montgomery reduction per output finishes the job, where the SIMT kernel spends
+// two issue slots per 64-bit multiply-add and two Shoup products on the reduction.
+//
+// The order k = 4j + a makes the A fragment free: the register holding bytes a = 0..3 of row n
+// at k = 4j.. is the 32-bit word y_j[n] itself. A warp owns 64 coefficients as four 16-row tiles
+// whose rows map to coefficients so that each thread holds 8 of them, two runs of 4 (loads and
+// stores are 16-byte vectors, 128 contiguous bytes per 8 lanes). The B fragments (the table's
+// byte planes, in fragment order) are built once per block in shared memory. Two 8-column tiles
+// make one group of 4 outputs: column c of tile tau is output c / 2, byte 2 tau + c % 2, so
+// thread t ends with the four byte sums of output 4 group + t.
+constexpr int kMmaMaxThreads = 256;  // 8 warps (JAX_FHE_BCONV_MMA_WARPS: 4 or 8)
+constexpr int kWarpCoeffs = 64;
+
+// p^-1 mod 2^32 for odd p (Newton's iteration doubles the correct low bits, from 3)
+__device__ __forceinline__ uint32_t inverse_mod_2_32(uint32_t p) {
+  uint32_t inv = p;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) inv *= 2u - p * inv;
+  return inv;
+}
+
+// x 2^-32 mod p, canonical, for x < 2^63: with m = lo p^-1, x - m p has a zero low word, so
+// (x - m p) / 2^32 = hi - mulhi(m, p), in (-p, 2^31); adding p and one Shoup reduction by 1
+// (one_shoup = floor(2^32 / p); neg_p = 2^32 - p) makes it canonical for any prime size.
+__device__ __forceinline__ uint32_t montgomery_reduce(uint32_t lo, uint32_t hi, uint32_t p,
+                                                      uint32_t p_inv, uint32_t one_shoup,
+                                                      uint32_t neg_p) {
+  const uint32_t u = hi + p - __umulhi(lo * p_inv, p);
+  return csub(u + __umulhi(u, one_shoup) * neg_p, p);
+}
+
+// R: input registers per thread (inputs j = 4 r + t, r < R; Lin (+1 centered) <= 4 R). Each
+// group of 4 outputs costs, per 16-row tile and column tile, R / 2 k32 steps and a k16 step if R
+// is odd.
+template <int R, bool CENTERED>
+__global__ void __launch_bounds__(kMmaMaxThreads, 2)
+    bconv_mma_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, int lin, int lout,
+                     int n, int64_t x_stride, int64_t y_stride, int digits, int out_per_block,
+                     int iters, const uint32_t* __restrict__ in_c, const uint32_t* __restrict__ mat,
+                     const uint32_t* __restrict__ out_c, Centering cen) {
+  constexpr int KJ = 4 * R;
+  extern __shared__ uint4 sm4[];
+  const int dg = static_cast<int>(blockIdx.y % static_cast<unsigned>(digits));
+  const int64_t b = blockIdx.y / static_cast<unsigned>(digits);
+  select_conversion<CENTERED>(dg, lin, lout, in_c, mat, out_c, cen);
+  const int o0 = blockIdx.z * out_per_block;
+  const int on = min(out_per_block, lout - o0);
+  const int groups = (on + 3) / 4;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int warps = blockDim.x / 32;
+  // shared memory: sConst [out_per_block] (p, p^-1 mod 2^32, floor(2^32 / p), 2^32 - p),
+  // sMul [out_per_block] (floor(2^40 / p), for the table setup), sFrag [groups][2][R][32], and
+  // per warp two staging buffers of the inputs, [2 h][lin][8 slots] 16-byte words each
+  uint4* sConst = sm4;
+  uint32_t* sMul = reinterpret_cast<uint32_t*>(sm4 + out_per_block);
+  uint32_t* sFrag = sMul + out_per_block;
+  uint4* sStage = reinterpret_cast<uint4*>(sFrag + out_per_block / 4 * 2 * R * 32) + warp * 2 * (16 * lin);
+
+  // The inputs of a chunk are copied to shared memory asynchronously, one chunk ahead (the first
+  // during the table setup). A thread copies and later reads the same words: those of input
+  // j = 4 r + t at coefficients n0 + 32 h + 4 g + 0..3, in slot (g + 2 j) % 8 of row (h, j), so
+  // that the 8 lanes of each quarter-warp hit 8 different 16-byte bank groups.
+  const uint32_t* xb = x + b * x_stride + static_cast<int64_t>(dg) * lin * n + 4 * g;
+  auto stage_in = [&](int it) {
+    const int n0 = ((blockIdx.x * iters + it) * warps + warp) * kWarpCoeffs;
+    if (it >= iters || n0 >= n) return;
+    uint4* buf = sStage + (it & 1) * (16 * lin);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int j = 4 * r + t;
+      if (j < lin)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          copy_async16(buf + (h * lin + j) * 8 + ((g + 2 * j) & 7), xb + static_cast<int64_t>(j) * n + n0 + 32 * h);
+    }
+    copy_async_commit();
+  };
+  stage_in(0);
+
+  for (int k = threadIdx.x; k < on; k += blockDim.x) {
+    const uint32_t p = __ldg(out_c + o0 + k);
+    sConst[k] = make_uint4(p, inverse_mod_2_32(p), __ldg(out_c + 3 * lout + o0 + k), 0u - p);
+    sMul[k] = static_cast<uint32_t>((uint64_t{1} << 40) / p);  // Shoup companion of 2^8
+  }
+  __syncthreads();
+  // B fragments: word (group, tau, r, lane = 4 g + t) packs, in byte a, byte b = 2 tau + g % 2
+  // of T_jai for output i = o0 + 4 group + g / 2 and input j = 4 r + t (zero past the inputs
+  // and outputs)
+  for (int k = threadIdx.x; k < groups * 4 * KJ; k += blockDim.x) {
+    const int il = k / KJ, j = k % KJ;
+    uint32_t tw[4] = {0u, 0u, 0u, 0u};
+    if (il < on && (j < lin || (CENTERED && j == lin))) {
+      const int i = o0 + il;
+      const uint32_t p = sConst[il].x, r32 = __ldg(out_c + lout + i), r32s = __ldg(out_c + 2 * lout + i);
+      uint32_t w;
+      if (j < lin) {
+        w = __ldg(mat + static_cast<int64_t>(i) * lin + j);
+      } else {  // the centering input k: -Q mod p_i
+        const uint32_t qp = __ldg(cen.src_prod + i) % p;
+        w = qp == 0 ? 0u : p - qp;
+      }
+      uint32_t v = mul_shoup(w, r32, r32s, p);  // 2^32 w mod p_i
+      tw[0] = v;
+#pragma unroll
+      for (int a = 1; a < 4; ++a) tw[a] = v = mul_shoup(v, 256u, sMul[il], p);
+    }
+    const int grp = il / 4, tj = j % 4, r = j / 4;
+#pragma unroll
+    for (int bb = 0; bb < 4; ++bb) {
+      const uint32_t lo = __byte_perm(tw[0], tw[1], bb | ((4 + bb) << 4));
+      const uint32_t hi = __byte_perm(tw[2], tw[3], bb | ((4 + bb) << 4));
+      const int gg = 2 * (il % 4) + (bb & 1), tau = bb >> 1;
+      sFrag[((grp * 2 + tau) * R + r) * 32 + 4 * gg + tj] = __byte_perm(lo, hi, 0x5410);
+    }
+  }
+  __syncthreads();
+
+  uint32_t iq[R], iw[R], iws[R], ifx[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int j = 4 * r + t;
+    const bool ok = j < lin;
+    iq[r] = ok ? __ldg(in_c + j) : 1u;
+    iw[r] = ok ? __ldg(in_c + lin + j) : 0u;
+    iws[r] = ok ? __ldg(in_c + 2 * lin + j) : 0u;
+    ifx[r] = CENTERED && ok ? __ldg(cen.inv_fix + j) : 0u;
+  }
+  uint32_t* yb = y + b * y_stride + (static_cast<int64_t>(dg) * lout + o0 + t) * n + 4 * g;
+
+  for (int it = 0; it < iters; ++it) {
+    const int n0 = ((blockIdx.x * iters + it) * warps + warp) * kWarpCoeffs;
+    if (n0 >= n) break;  // warp-uniform: the mma below needs the whole warp
+    copy_async_wait_all();  // this thread's copies of chunk `it`
+    const uint4* buf = sStage + (it & 1) * (16 * lin);
+    // v[r][h][e]: y_(4r+t) at coefficient n0 + 32 h + 4 g + e
+    uint32_t v[R][2][4];
+    uint32_t kq[2][4] = {};
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int j = 4 * r + t;
+      if (j < lin) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint4 w4 = buf[(h * lin + j) * 8 + ((g + 2 * j) & 7)];
+          v[r][h][0] = w4.x, v[r][h][1] = w4.y, v[r][h][2] = w4.z, v[r][h][3] = w4.w;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            v[r][h][e] = mul_shoup(v[r][h][e], iw[r], iws[r], iq[r]);
+            if (CENTERED) kq[h][e] += __umulhi(v[r][h][e], ifx[r]);  // wraps like crt's uint32 sum
+          }
+        }
+      } else {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) v[r][h][e] = 0u;
+      }
+    }
+    stage_in(it + 1);  // into the other buffer, read by the previous iteration
+    if (CENTERED) {  // the four lanes of a group hold the inputs of the same coefficients
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          kq[h][e] += __shfl_xor_sync(0xffffffffu, kq[h][e], 1);
+          kq[h][e] += __shfl_xor_sync(0xffffffffu, kq[h][e], 2);
+          kq[h][e] = (kq[h][e] + (1u << (cen.fix_bits - 1))) >> cen.fix_bits;
+        }
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        if (4 * r + t == lin) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[r][h][e] = kq[h][e];
+        }
+    }
+    uint32_t* yo = yb + n0;
+    // B fragments one group ahead (the last group re-reads its own)
+    uint32_t bf[2][R], bf_next[2][R];
+#pragma unroll
+    for (int tr = 0; tr < 2 * R; ++tr) bf_next[tr / R][tr % R] = sFrag[tr * 32 + lane];
+    for (int grp = 0; grp < groups; ++grp, yo += 4 * static_cast<int64_t>(n)) {
+      const int ahead = min(grp + 1, groups - 1);
+#pragma unroll
+      for (int tr = 0; tr < 2 * R; ++tr) {
+        bf[tr / R][tr % R] = bf_next[tr / R][tr % R];
+        bf_next[tr / R][tr % R] = sFrag[(ahead * 2 * R + tr) * 32 + lane];
+      }
+      // tile m of half h: rows g and g + 8 are coefficients n0 + 32 h + 4 g + 2 m + {0, 1}. The
+      // halves are finished one after the other (16 accumulators live, not 32), so one half's
+      // reductions can overlap the other's mma.
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        int acc[2][2][4] = {};
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+          const int e = 2 * m;
+#pragma unroll
+          for (int tau = 0; tau < 2; ++tau) {
+#pragma unroll
+            for (int s2 = 0; s2 < R / 2; ++s2)
+              mma_u8_k32(acc[m][tau], v[2 * s2][h][e], v[2 * s2][h][e + 1], v[2 * s2 + 1][h][e],
+                         v[2 * s2 + 1][h][e + 1], bf[tau][2 * s2], bf[tau][2 * s2 + 1]);
+            if (R % 2) mma_u8_k16(acc[m][tau], v[R - 1][h][e], v[R - 1][h][e + 1], bf[tau][R - 1]);
+          }
+        }
+        if (4 * grp + t < on) {
+          const uint4 c = sConst[4 * grp + t];
+          uint32_t out[4];
+#pragma unroll
+          for (int m = 0; m < 2; ++m)
+#pragma unroll
+            for (int rh = 0; rh < 2; ++rh) {  // row g (c0, c1) or g + 8 (c2, c3)
+              const uint32_t s01 = static_cast<uint32_t>(acc[m][0][2 * rh]) + (static_cast<uint32_t>(acc[m][0][2 * rh + 1]) << 8);
+              const uint32_t s23 = static_cast<uint32_t>(acc[m][1][2 * rh]) + (static_cast<uint32_t>(acc[m][1][2 * rh + 1]) << 8);
+              const uint64_t sum = (static_cast<uint64_t>(s23) << 16) + s01;  // < 2^47
+              out[2 * m + rh] = montgomery_reduce(static_cast<uint32_t>(sum), static_cast<uint32_t>(sum >> 32),
+                                                  c.x, c.y, c.z, c.w);
+            }
+          VecIO<4>::store(yo + 32 * h, out);
+        }
+      }
+    }
+  }
+}
+
+// warps per block: 8, or 4 with JAX_FHE_BCONV_MMA_WARPS=4 (tuning)
+inline int mma_warps() {
+  static const int w = tuning_int("JAX_FHE_BCONV_MMA_WARPS", 8) == 4 ? 4 : 8;
+  return w;
+}
+
+template <int R, bool CENTERED>
+void launch_mma(cudaStream_t stream, const BconvShape& s, const uint32_t* x, uint32_t* y,
+                const uint32_t* in_c, const uint32_t* mat, const uint32_t* out_c, const Centering& cen) {
+  const int n = static_cast<int>(s.in.n), lin = static_cast<int>(s.lin), lout = static_cast<int>(s.lout);
+  const int digits = static_cast<int>(s.digits);
+  const int warps = mma_warps();
+  const int chunks = n / (warps * kWarpCoeffs);  // coefficients per block per iteration
+  const int64_t rows = s.batch * s.digits;
+  // blocks resident at once (two per SM at up to 128 registers); tuning
+  static const int64_t per_sm = std::max<int64_t>(1, tuning_int("JAX_FHE_BCONV_MMA_BLOCKS_PER_SM", 16 / warps));
+  const int64_t slots = per_sm * sm_count();
+  // output groups of 4 split over blockIdx.z where the grid would not fill the GPU (each split
+  // re-reads the inputs, from L2), and so that a block's tables fit in 48 KB
+  // a group of 4 outputs: constants (16 + 4 bytes each) and B fragments; tables up to 32 KB
+  const int total_groups = (lout + 3) / 4;
+  const int group_bytes = 4 * (16 + 4) + 2 * R * 32 * 4;
+  int splits = static_cast<int>(std::min<int64_t>(total_groups, std::max<int64_t>(1, (slots + chunks * rows - 1) / (chunks * rows))));
+  splits = std::max(splits, (total_groups * group_bytes + (32 << 10) - 1) / (32 << 10));
+  const int gpb = (total_groups + splits - 1) / splits;
+  splits = (total_groups + gpb - 1) / gpb;
+  // each block loops over `iters` chunks of warps x 64 coefficients: the table setup is paid once
+  const int64_t want_x = std::max<int64_t>(1, (slots + rows * splits - 1) / (rows * splits));
+  const int iters = static_cast<int>((chunks + std::min<int64_t>(chunks, want_x) - 1) / std::min<int64_t>(chunks, want_x));
+  const int bx = (chunks + iters - 1) / iters;
+  // plus two staging buffers of 2 x 64 coefficients x Lin words per warp (at most 64 KB)
+  const size_t smem = static_cast<size_t>(gpb) * group_bytes + static_cast<size_t>(warps) * 2 * 256 * lin;
+  auto kernel = bconv_mma_kernel<R, CENTERED>;
+  // above 48 KB of dynamic shared memory a kernel must opt in, once per device
+  static_assert(32 * 1024 + 8 * 2 * 256 * 16 <= 96 * 1024, "staging + tables within the opt-in");
+  // (if that fails, the launch fails and the handler reports the error)
+  if (smem > (48 << 10))
+    per_device([&](int) -> int64_t {
+      return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 << 10) == cudaSuccess;
+    });
+  const int64_t max_batch = 65535 / digits;
+  for (int64_t b0 = 0; b0 < s.batch; b0 += max_batch) {
+    const int64_t nb = std::min<int64_t>(max_batch, s.batch - b0);
+    dim3 grid(bx, static_cast<unsigned>(nb * digits), splits);
+    kernel<<<grid, 32 * warps, smem, stream>>>(
+        x + b0 * s.in_stride() + s.offset * n, y + b0 * s.out_stride(), lin, lout, n, s.in_stride(),
+        s.out_stride(), digits, 4 * gpb, iters, in_c, mat, out_c, cen);
+  }
+}
+
 // Kernel choice by input count: KMAX = Lin rounded up, VEC coefficients per thread.
 template <bool CENTERED>
 ffi::Error run_bconv(cudaStream_t stream, const BconvShape& s, int64_t fold_every, const uint32_t* x,
@@ -253,6 +549,22 @@ ffi::Error run_bconv(cudaStream_t stream, const BconvShape& s, int64_t fold_ever
   const bool fold = fold_every < s.lin;
   const int fe = static_cast<int>(std::min<int64_t>(fold_every, s.lin));
   auto args = [&](auto launcher) { launcher(stream, s, fold, fe, x, y, in_c, mat, out_c, cen); };
+  // Up to 16 inputs: tensor cores (exact for any table, so the folding schedule does not
+  // apply). JAX_FHE_BCONV_MMA=0 keeps the SIMT kernels below (tuning, A/B).
+  static const bool mma = tuning_int("JAX_FHE_BCONV_MMA", 1) != 0;
+  if (mma && cc_major() >= 8 && s.lin <= 16 && s.in.n % (mma_warps() * kWarpCoeffs) == 0) {
+    auto mma_args = [&](auto launcher) { launcher(stream, s, x, y, in_c, mat, out_c, cen); };
+    const int64_t inputs = s.lin + (CENTERED ? 1 : 0);  // centering adds k as an input
+    if (inputs <= 4) mma_args(launch_mma<1, CENTERED>);
+    else if (inputs <= 8) mma_args(launch_mma<2, CENTERED>);
+    else if (inputs <= 12) mma_args(launch_mma<3, CENTERED>);
+    else if (inputs <= 16) mma_args(launch_mma<4, CENTERED>);
+    else mma_args(launch_mma<5, CENTERED>);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+      return ffi::Error::Internal(std::string("bconv kernel launch failed: ") + cudaGetErrorString(err));
+    return ffi::Error::Success();
+  }
   // Coefficients per thread at 9..12 inputs: 4 (80 registers) where the grid fills the GPU
   // without splitting the output limbs, else 2 (60 registers, so more warps per SM).
   // H200, one (48, 12, 4) key switch (Nsight Compute): ModUp's conversion 44.4 us at 2 against

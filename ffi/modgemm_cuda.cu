@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "common.h"
+#include "mma_device.cuh"
 #include "modgemm_args.h"
 
 namespace jax_fhe {
@@ -31,18 +32,6 @@ namespace jax_fhe {
 namespace {
 
 constexpr int kKStep = 32;
-
-__device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  __trap();
-#endif
-}
 
 // Plane p of four words below 2^29, packed as 4 int8 (word i in byte i): the balanced digit p of
 // x is byte p of x + 0x80808080 minus 128, i.e. that byte XOR 0x80 (as in pir/db_gemm.byte_planes).
@@ -112,7 +101,7 @@ __device__ __forceinline__ void mma_step(int (&acc)[7][NT][4], const StepRegs<NT
 #pragma unroll
     for (int p = 0; p < 4; ++p)
 #pragma unroll
-      for (int a = 0; a < 4; ++a) mma_s8(acc[a + p][j], afr[a], b0[p], b1[p]);
+      for (int a = 0; a < 4; ++a) mma_s8_k32(acc[a + p][j], afr[a], b0[p], b1[p]);
   }
 }
 

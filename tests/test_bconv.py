@@ -21,6 +21,9 @@ def _bases(kind, lin, lout):
     elif kind == "31bit":  # primes just below 2^31: 12 terms can reach ~1.5 * 2^64
         src = rns.ntt_primes(31, lin, N)
         dst = rns.ntt_primes(31, lout, N, exclude=src)
+    elif kind == "small":  # 14- and 16-bit targets (one Montgomery step is not canonical there)
+        src = rns.ntt_primes(31, lin, N)
+        dst = (rns.ntt_primes(16, lout - 1, 1024) + rns.ntt_primes(14, 1, 1024))[:lout]
     else:  # mixed sizes, 31-bit sources into 25-bit targets
         src = rns.ntt_primes(31, lin, N)
         dst = rns.ntt_primes(25, lout, N)
@@ -28,7 +31,8 @@ def _bases(kind, lin, lout):
 
 
 CASES = [("30bit", 12, 48), ("31bit", 12, 48), ("31bit", 4, 3), ("mixed", 7, 5),
-         ("30bit", 1, 4), ("31bit", 24, 12), ("31bit", 64, 2), ("30bit", 3, 60)]
+         ("30bit", 1, 4), ("31bit", 24, 12), ("31bit", 64, 2), ("30bit", 3, 60),
+         ("31bit", 16, 7), ("small", 12, 3)]
 
 
 @pytest.mark.parametrize("kind, lin, lout", CASES)

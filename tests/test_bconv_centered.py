@@ -32,6 +32,9 @@ def _primes(kind, lin, lout):
     elif kind == "31bit":
         src = rns.ntt_primes(31, lin, N)
         dst = rns.ntt_primes(31, lout, N, exclude=src)
+    elif kind == "small":  # 14- and 16-bit targets
+        src = rns.ntt_primes(30, lin, N)
+        dst = (rns.ntt_primes(16, lout - 1, N) + rns.ntt_primes(14, 1, N))[:lout]
     else:  # mixed: a 25-bit terminal prime among 30-bit ones
         src = rns.ntt_primes(25, 1, N) + rns.ntt_primes(30, lin - 1, N)
         dst = rns.ntt_primes(30, lout, N, exclude=src)
@@ -55,7 +58,7 @@ def _unfused(x, conv, ring, monkeypatch):
 CASES = [("30bit", 1, 1), ("30bit", 3, 5), ("25bit", 4, 13), ("30bit", 9, 48),
          ("30bit", 12, 48), ("25bit", 12, 5), ("31bit", 12, 48), ("30bit", 16, 13),
          ("31bit", 16, 1), ("mixed", 9, 13), ("25bit", 1, 48), ("25to25", 16, 48),
-         ("31bit", 3, 5), ("mixed", 4, 1)]
+         ("31bit", 3, 5), ("mixed", 4, 1), ("small", 12, 3), ("small", 15, 4)]
 
 
 @pytest.mark.parametrize("kind, lin, lout", CASES)
