@@ -1,7 +1,8 @@
 // Base conversion on CUDA, plain and centered, bit-identical to bconv_cpu.cc (semantics in
-// bconv_args.h).
+// bconv_args.h). Two kernels: up to 16 inputs, the tensor-core kernel (bconv_mma_kernel, its
+// design at its definition); otherwise, or with JAX_FHE_BCONV_MMA=0, the SIMT kernel below.
 //
-// One thread owns VEC consecutive coefficients of one batch entry: it loads the Lin input
+// SIMT kernel: one thread owns VEC consecutive coefficients of one batch entry: it loads the Lin input
 // residues once (vector loads, coalesced across the warp), pre-multiplies them in registers,
 // and writes every output limb of its output group once, OUTS limbs per step. The table slice
 // of the block's output group sits in shared memory; all threads of a warp read the same entry
@@ -559,7 +560,7 @@ ffi::Error run_bconv(cudaStream_t stream, const BconvShape& s, int64_t fold_ever
     else if (inputs <= 8) mma_args(launch_mma<2, CENTERED>);
     else if (inputs <= 12) mma_args(launch_mma<3, CENTERED>);
     else if (inputs <= 16) mma_args(launch_mma<4, CENTERED>);
-    else mma_args(launch_mma<5, CENTERED>);
+    else if constexpr (CENTERED) mma_args(launch_mma<5, true>);  // 16 inputs + k
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess)
       return ffi::Error::Internal(std::string("bconv kernel launch failed: ") + cudaGetErrorString(err));
