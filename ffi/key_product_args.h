@@ -38,6 +38,16 @@
 // with the forward NTT operands of jax_fhe_ntt_forward after sub: rows int32[R] (the table row
 // of output row j, whose prime must be moduli[j]), the table moduli, tw, tw_shoup, and the
 // attribute lazy. Here sub must have every batch entry of the output (same shape).
+//
+// The INTT variant (jax_fhe_key_inner_product_intt) returns the product in the coefficient
+// domain, the first step of ModDown for the special rows:
+//
+//   out[b, c, j] = INTT_j(y[b, c, j])
+//
+// with the inverse NTT operands of jax_fhe_ntt_inverse after key: rows int32[R] (the table row
+// of output row j, whose prime must be moduli[j]), the table moduli, itw, itw_shoup, n_inv,
+// n_inv_shoup, and the attribute lazy. On the GPU, for one ciphertext, the INTT's first phase
+// computes the product where it would load it, so y is never written.
 #pragma once
 
 #include <algorithm>
@@ -260,6 +270,30 @@ inline ffi::Error decode_key_product_ntt_args(
                         tw_shoup.dimensions(), table_rows);
 }
 
+// The INTT variant's decoding: decode_key_product_args (no sub), then the inverse NTT's tables
+// fit the output (2B entries of R limbs: ps).
+inline ffi::Error decode_key_product_intt_args(
+    const ffi::Buffer<ffi::U32>& x, const ffi::Buffer<ffi::U32>& key, const ffi::RemainingArgs& convs,
+    const ffi::AnyBuffer::Dimensions& out, ffi::Span<const int32_t> source,
+    ffi::Span<const int32_t> key_poly, int64_t key_part, ffi::Span<const int64_t> moduli,
+    const ffi::Buffer<ffi::S32>& rows, const ffi::Buffer<ffi::U32>& moduli_tab,
+    const ffi::Buffer<ffi::U32>& itw, const ffi::Buffer<ffi::U32>& itw_shoup,
+    const ffi::Buffer<ffi::U32>& n_inv, const ffi::Buffer<ffi::U32>& n_inv_shoup,
+    KeyProductShape* s, std::vector<KeyProductRow>* rows_c, std::vector<const uint32_t*>* conv_ptr,
+    PolyShape* ps, int64_t* table_rows) {
+  if (auto e = decode_key_product_args(x, key, nullptr, convs, out, source, key_poly, key_part,
+                                       moduli, {}, s, rows_c, conv_ptr);
+      e.failure())
+    return e;
+  if (auto e = decode_poly_shape(out, "key_inner_product output", ps); e.failure()) return e;
+  if (auto e = check_ntt_args(*ps, out, out, rows.dimensions(), moduli_tab.dimensions(),
+                              itw.dimensions(), itw_shoup.dimensions(), table_rows);
+      e.failure())
+    return e;
+  if (auto e = expect_count(n_inv.dimensions(), 1, *table_rows, "intt N^-1"); e.failure()) return e;
+  return expect_count(n_inv_shoup.dimensions(), 1, *table_rows, "intt N^-1 (Shoup)");
+}
+
 // The plan of the launch covering rows [row0, row0 + kKeyProductRowsPerLaunch).
 inline KeyProductPlan key_product_plan(const KeyProductShape& s, const std::vector<KeyProductRow>& rows,
                                        const std::vector<const uint32_t*>& conv,
@@ -323,6 +357,21 @@ auto bind_key_product_mod_down_ntt(Binding b) {
                                    .template Arg<ffi::Buffer<ffi::U32>>()
                                    .template Arg<ffi::Buffer<ffi::U32>>())
       .template Attr<ffi::Span<const int64_t>>("scale")
+      .template Attr<bool>("lazy");
+}
+
+// jax_fhe_key_inner_product_intt: rows [R] (INTT table rows), INTT moduli [T], itw [T, N],
+// itw_shoup [T, N], n_inv [T], n_inv_shoup [T]; attribute lazy
+template <typename Binding>
+auto bind_key_product_intt(Binding b) {
+  return bind_key_product_tail(std::move(b).template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::S32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>()
+                                   .template Arg<ffi::Buffer<ffi::U32>>())
       .template Attr<bool>("lazy");
 }
 

@@ -117,6 +117,37 @@ ffi::Error KeyProductModDownNttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi:
   return key_product_cpu(x, key, &transformed, convs, out, source, key_poly, key_part, moduli, scale);
 }
 
+// The product into out, then the inverse transform in place.
+ffi::Error KeyProductInttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
+                                 ffi::Buffer<ffi::S32> rows, ffi::Buffer<ffi::U32> moduli_tab,
+                                 ffi::Buffer<ffi::U32> itw, ffi::Buffer<ffi::U32> itw_shoup,
+                                 ffi::Buffer<ffi::U32> n_inv, ffi::Buffer<ffi::U32> n_inv_shoup,
+                                 ffi::RemainingArgs convs, ffi::ResultBuffer<ffi::U32> out,
+                                 ffi::Span<const int32_t> source, ffi::Span<const int32_t> key_poly,
+                                 int64_t key_part, ffi::Span<const int64_t> moduli,
+                                 bool /*lazy: a GPU scheduling hint*/) {
+  KeyProductShape s;
+  std::vector<KeyProductRow> rows_c;
+  std::vector<const uint32_t*> conv_ptr;
+  PolyShape ps;
+  int64_t table_rows = 0;
+  if (auto e = decode_key_product_intt_args(x, key, convs, out->dimensions(), source, key_poly,
+                                            key_part, moduli, rows, moduli_tab, itw, itw_shoup,
+                                            n_inv, n_inv_shoup, &s, &rows_c, &conv_ptr, &ps,
+                                            &table_rows);
+      e.failure())
+    return e;
+  if (auto e = check_table_primes(rows, moduli_tab, ps.limbs, table_rows, moduli); e.failure())
+    return e;
+  if (auto e = key_product_cpu(x, key, nullptr, convs, out, source, key_poly, key_part, moduli, {});
+      e.failure())
+    return e;
+  uint32_t* o = out->typed_data();
+  ntt_inverse_cpu(ps, o, o, rows.typed_data(), moduli_tab.typed_data(), itw.typed_data(),
+                  itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data());
+  return ffi::Error::Success();
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductCpu, KeyProductCpuImpl,
@@ -127,5 +158,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductModDownCpu, KeyProductModDownCpuImpl,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductModDownNttCpu, KeyProductModDownNttCpuImpl,
                               bind_key_product_mod_down_ntt(ffi::Ffi::Bind()));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductInttCpu, KeyProductInttCpuImpl,
+                              bind_key_product_intt(ffi::Ffi::Bind()));
 
 }  // namespace jax_fhe

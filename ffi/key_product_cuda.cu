@@ -9,6 +9,11 @@
 // keys; then each entry's key is loaded in the loop), and no extended digit is assembled. The 64-bit
 // sums take one IMAD.WIDE per term; four terms of residues below 2^31 stay below 2^64, so
 // digits beyond four fold the accumulator first (as on the CPU).
+//
+// For one ciphertext at N = 2^15/2^16 the product is also fused into ModDown's transforms
+// (key_product_rows_kernel): into the last NTT's rows phase, whose store subtracts and scales
+// (jax_fhe_key_inner_product_mod_down_ntt), and into the first INTT's rows phase, whose input
+// it is (jax_fhe_key_inner_product_intt).
 #include <cuda_runtime.h>
 
 #include <vector>
@@ -149,102 +154,137 @@ void launch_digits(int digits, dim3 grid, dim3 block, cudaStream_t stream, const
 static_assert(kKeyProductMaxDigits == 8, "launch_digits instantiates 1..8 digits");
 
 // --- The key product fused with the forward NTT's rows phase (one ciphertext, N = 2^15, 2^16) ---
-// Polynomial p of a rows tile is entry e = b * 2 + c: ciphertext b, key part c; the tile's limb
-// is output row j of the plan. key_product_at evaluates y[b, c, j] at W positions, as
-// key_product_kernel does (the same sums and reductions, so the same bits).
+// The tile's two polynomials are the key parts c = 0, 1 of ciphertext b; its limb is output row
+// j of the plan. at4 evaluates y[b, c, j] for both parts at 4 consecutive positions, as
+// key_product_kernel does (the same sums and reductions, so the same bits), loading each digit
+// word once for both parts.
 struct KeyProductAt {
   const KeyProductData* a;
   const KeyProductPlan* plan;
-  int64_t entry0;  // the tile's first entry
-  int j;           // the tile's row within the plan
+  int64_t b;
+  int j;
 
-  template <int W>
-  __device__ __forceinline__ void operator()(int p, int64_t pos, uint32_t (&y)[W]) const {
-    const int64_t e = entry0 + p, b = e >> 1;
-    const int c = static_cast<int>(e & 1);
+  template <int R>
+  __device__ __forceinline__ void at4(int64_t pos, int i, uint32_t (&y)[2][R]) const {
     const int64_t n = int64_t{1} << a->log_n;
     const KeyProductRow& r = plan->row[j];
     const Reduce64 red{r.p, r.r32, r.r32_shoup, r.one_shoup};
-    uint64_t acc[W];
-#pragma unroll
-    for (int w = 0; w < W; ++w) acc[w] = 0;
+    uint64_t acc[2][kVec] = {};
     // four digits at a time: their loads are all issued before the first multiply-add
     for (int i0 = 0; i0 < a->digits; i0 += 4) {
-      uint32_t sv[4][W], kv[4][W];
+      uint32_t sv[4][kVec], kv[4][2][kVec];
 #pragma unroll
       for (int ii = 0; ii < 4; ++ii) {
-        const int i = i0 + ii;
-        if (i < a->digits) {
-          const int s = plan->source[i][j];
+        const int d = i0 + ii;
+        if (d < a->digits) {
+          const int s = plan->source[d][j];
           const uint32_t* src = s < a->lx
               ? a->x + ((a->x_batched ? b : 0) * a->lx + s) * n
-              : plan->conv[i] + ((plan->conv_batched[i] ? b : 0) * plan->conv_rows[i] + s - a->lx) * n;
-          const uint32_t* k = a->key + b * a->key_stride + (plan->key_poly[i][j] + c * a->key_part) * n;
-          if constexpr (W == 4) {
-            const uint4 s4 = *reinterpret_cast<const uint4*>(src + pos);
-            const uint4 k4 = __ldg(reinterpret_cast<const uint4*>(k + pos));
-            sv[ii][0] = s4.x, sv[ii][1] = s4.y, sv[ii][2] = s4.z, sv[ii][3] = s4.w;
-            kv[ii][0] = k4.x, kv[ii][1] = k4.y, kv[ii][2] = k4.z, kv[ii][3] = k4.w;
-          } else {
+              : plan->conv[d] + ((plan->conv_batched[d] ? b : 0) * plan->conv_rows[d] + s - a->lx) * n;
+          const uint32_t* k = a->key + b * a->key_stride + static_cast<int64_t>(plan->key_poly[d][j]) * n + pos;
+          load4(src + pos, sv[ii]);
 #pragma unroll
-            for (int w = 0; w < W; ++w) sv[ii][w] = src[pos + w], kv[ii][w] = __ldg(k + pos + w);
+          for (int c = 0; c < 2; ++c) {
+            const uint4 k4 = __ldg(reinterpret_cast<const uint4*>(k + c * a->key_part * n));
+            kv[ii][c][0] = k4.x, kv[ii][c][1] = k4.y, kv[ii][c][2] = k4.z, kv[ii][c][3] = k4.w;
           }
         } else {
 #pragma unroll
-          for (int w = 0; w < W; ++w) sv[ii][w] = 0, kv[ii][w] = 0;
+          for (int w = 0; w < kVec; ++w) sv[ii][w] = 0, kv[ii][0][w] = 0, kv[ii][1][w] = 0;
         }
       }
       if (i0 > 0) {  // four products of residues below 2^31 fit 64 bits with a reduced sum
 #pragma unroll
-        for (int w = 0; w < W; ++w) acc[w] = reduce64(acc[w], red);
+        for (int c = 0; c < 2; ++c)
+#pragma unroll
+          for (int w = 0; w < kVec; ++w) acc[c][w] = reduce64(acc[c][w], red);
       }
 #pragma unroll
       for (int ii = 0; ii < 4; ++ii)
 #pragma unroll
-        for (int w = 0; w < W; ++w) acc[w] = mad_wide_u32(sv[ii][w], kv[ii][w], acc[w]);
+        for (int c = 0; c < 2; ++c)
+#pragma unroll
+          for (int w = 0; w < kVec; ++w) acc[c][w] = mad_wide_u32(sv[ii][w], kv[ii][c][w], acc[c][w]);
     }
 #pragma unroll
-    for (int w = 0; w < W; ++w) y[w] = reduce64(acc[w], red);
+    for (int c = 0; c < 2; ++c)
+#pragma unroll
+      for (int w = 0; w < kVec; ++w) y[c][i + w] = reduce64(acc[c][w], red);
+  }
+};
+
+// The key product at the positions of a thread's rows-phase registers, both key parts, computed
+// before the rows' first round (its loads overlap the tile's) and kept in registers.
+struct KeyProductRegisters {
+  KeyProductAt kp;
+  uint32_t y[2][ntt_cuda::R];  // [key part = tile polynomial p][register element i]
+
+  template <typename PosOf>
+  __device__ __forceinline__ void prepare(PosOf pos_of) {
+#pragma unroll
+    for (int i = 0; i < ntt_cuda::R; i += kVec) kp.at4(pos_of(i), i, y);
   }
 };
 
 // ModDown's last NTT (jax_fhe_key_inner_product_mod_down_ntt): the forward NTT of sub runs its
 // columns phase into out as usual; its rows phase, instead of storing NTT(sub), stores
 // (y - NTT(sub)) * scale. So NTT(sub) is never written and read back, and one launch goes.
-struct KeyProductNttStore {
-  KeyProductAt kp;
+struct KeyProductNttStore : KeyProductRegisters {
   template <int W>
-  __device__ __forceinline__ void operator()(int p, int64_t pos, uint32_t* d,
+  __device__ __forceinline__ void operator()(int p, int i, int64_t pos, uint32_t* d,
                                              const uint32_t (&v)[W]) const {
     const KeyProductRow& r = kp.plan->row[kp.j];
-    uint32_t y[W];
-    kp(p, pos, y);
+    uint32_t o[W];
 #pragma unroll
     for (int w = 0; w < W; ++w)
-      y[w] = mul_shoup(sub_mod(y[w], v[w], r.p), r.scale, r.scale_shoup, r.p);
-    ntt_cuda::PlainStore{}(p, pos, d, y);
+      o[w] = mul_shoup(sub_mod(y[p][i + w], v[w], r.p), r.scale, r.scale_shoup, r.p);
+    ntt_cuda::PlainStore{}(p, i, pos, d, o);
   }
 };
 
-// The fused rows phase for K2 = 8 (N = 2^15 and 2^16), one ciphertext: P = 2 (its key parts).
-constexpr int kFusedK2 = 8;
+// ModDown's first INTT (jax_fhe_key_inner_product_intt, the special rows): the inverse NTT's
+// rows phase starts from the product instead of loading it, so y is never written and read
+// back, and one launch goes.
+struct KeyProductInttLoad : KeyProductRegisters {
+  __device__ __forceinline__ uint32_t load1(int p, int i, const uint32_t*) const { return y[p][i]; }
+  __device__ __forceinline__ uint4 load4(int p, int i, const uint32_t*) const {
+    return make_uint4(y[p][i], y[p][i + 1], y[p][i + 2], y[p][i + 3]);
+  }
+};
 
-template <bool LAZY>
-__global__ void __launch_bounds__(ntt_cuda::RowsGeometry<kFusedK2>::threads, 2)
-    key_product_ntt_rows_kernel(uint32_t* out, ntt_cuda::Tables t,
-                                const __grid_constant__ KeyProductData a,
-                                const __grid_constant__ KeyProductPlan plan) {
+// The fused rows phases for K2 = 8 (N = 2^15 and 2^16), one ciphertext: P = 2 (its key parts).
+constexpr int kFusedK2 = 8;
+// KeyProductRegisters::prepare takes the elements four at a time as consecutive positions: true
+// of the forward's last round and the inverse's first when they span 2 or 3 stages.
+static_assert(kFusedK2 % 3 != 1, "the edge radix-8 round must span at least 4 consecutive elements");
+
+// INVERSE: ModDown's first INTT's rows phase (KeyProductInttLoad); else its last NTT's
+// (KeyProductNttStore). Resident blocks per SM asked of the compiler: the inverse 3 (80
+// registers), so that the 12 special rows of one ciphertext (384 blocks) run in one wave; at 2
+// (126 registers, 1.45 waves) the fused key switch was slower than with the two kernels apart.
+// H200, (48, 12, 4): 18.5-19.5 us against 13.5 + 8.9 apart. The forward takes 2 (126
+// registers; at 3 it spills 84 B and took 72.1 against 68.5 us).
+template <bool INVERSE, bool LAZY>
+__global__ void __launch_bounds__(ntt_cuda::RowsGeometry<kFusedK2>::threads, INVERSE ? 3 : 2)
+    key_product_rows_kernel(uint32_t* out, ntt_cuda::Tables t,
+                            const __grid_constant__ KeyProductData a,
+                            const __grid_constant__ KeyProductPlan plan) {
   using G = ntt_cuda::RowsGeometry<kFusedK2>;
   __shared__ uint32_t smem[G::template smem_words<2>];
   allow_dependents();
   wait_for_producer();
-  const KeyProductAt kp{&a, &plan, t.entry0<2>(blockIdx.y), t.limb(blockIdx.y) - plan.row0};
-  ntt_cuda::rows_tile<kFusedK2, 2, false, LAZY, false>(out, out, t, blockIdx.x, blockIdx.y, smem,
-                                                       KeyProductNttStore{kp});
+  const KeyProductAt kp{&a, &plan, t.entry0<2>(blockIdx.y) >> 1, t.limb(blockIdx.y) - plan.row0};
+  if constexpr (INVERSE)
+    ntt_cuda::rows_tile<kFusedK2, 2, true, LAZY, false>(out, out, t, blockIdx.x, blockIdx.y, smem,
+                                                        ntt_cuda::PlainStore{},
+                                                        KeyProductInttLoad{{kp, {}}});
+  else
+    ntt_cuda::rows_tile<kFusedK2, 2, false, LAZY, false>(out, out, t, blockIdx.x, blockIdx.y, smem,
+                                                         KeyProductNttStore{{kp, {}}});
 }
 
 // Every plan's fused rows phase over one ciphertext (entries 0, 1).
-void launch_key_product_ntt_rows(bool lazy, uint32_t* out, ntt_cuda::Tables t,
+void launch_key_product_rows(bool inverse, bool lazy, uint32_t* out, ntt_cuda::Tables t,
                              const KeyProductData& a, const KeyProductShape& s,
                              const std::vector<KeyProductRow>& rows,
                              const std::vector<const uint32_t*>& conv_ptr,
@@ -253,14 +293,15 @@ void launch_key_product_ntt_rows(bool lazy, uint32_t* out, ntt_cuda::Tables t,
   using G = ntt_cuda::RowsGeometry<kFusedK2>;
   const int n1 = (1 << t.log_n) >> kFusedK2;
   t.batch0 = 0;
+  auto kernel = inverse ? (lazy ? key_product_rows_kernel<true, true> : key_product_rows_kernel<true, false>)
+                        : (lazy ? key_product_rows_kernel<false, true> : key_product_rows_kernel<false, false>);
   for (int64_t row0 = 0; row0 < s.rows; row0 += kKeyProductRowsPerLaunch) {
     const KeyProductPlan plan = key_product_plan(s, rows, conv_ptr, source, key_poly, row0);
     t.limb0 = static_cast<int>(row0);
     t.limb_count = plan.rows;
     const dim3 grid(n1 / G::rows_per_block, static_cast<unsigned>(plan.rows));
-    auto kernel = lazy ? key_product_ntt_rows_kernel<true> : key_product_ntt_rows_kernel<false>;
-    // dependent on the columns phase launched just before (a later row chunk: on the chunk
-    // before it, which writes other rows, so the wait costs nothing)
+    // dependent on the kernel launched just before (the forward's columns phase, ModUp's or
+    // an earlier row chunk, which writes other rows, so the wait costs little)
     launch_kernel(true, kernel, grid, dim3(G::threads), 0, stream, out, t, a, plan);
   }
 }
@@ -315,10 +356,10 @@ ffi::Error KeyProductModDownCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> 
   return key_product_cuda(stream, x, key, &sub, convs, out, source, key_poly, key_part, moduli, scale);
 }
 
-// The forward transform's two phases from src into o (then in place) over every entry of o (2
-// per ciphertext): P = 4 where the entries allow, else 2; entries chunked so grid.y stays
-// within 65535.
-void forward_two_phases(bool lazy, const uint32_t* src, uint32_t* o, const PolyShape& ps,
+// The transform's two phases from src into o (then in place) over every entry of o (2 per
+// ciphertext): P = 4 where the entries allow, else 2; entries chunked so grid.y stays within
+// 65535.
+void two_phases(bool inverse, bool lazy, const uint32_t* src, uint32_t* o, const PolyShape& ps,
                 ntt_cuda::Tables t, cudaStream_t stream) {
   const int64_t entries = ps.polys / ps.limbs;  // even
   static const int env_max_p = static_cast<int>(tuning_int("JAX_FHE_NTT_MAX_P", 4));
@@ -329,8 +370,9 @@ void forward_two_phases(bool lazy, const uint32_t* src, uint32_t* o, const PolyS
   for (int64_t e0 = 0; e0 < entries; e0 += step) {
     const int64_t groups = std::min(step, entries - e0) / P * ps.limbs;
     t.batch0 = e0;
-    ntt_cuda::launch_forward_columns(P, lazy, src, o, groups, t, stream);
-    ntt_cuda::launch_forward_rows(P, lazy, o, o, groups, t, stream);
+    // forward: columns then rows; inverse: rows then columns
+    ntt_cuda::launch_ntt_phase(inverse, !inverse, P, lazy, src, o, groups, t, stream);
+    ntt_cuda::launch_ntt_phase(inverse, inverse, P, lazy, o, o, groups, t, stream);
   }
 }
 
@@ -373,16 +415,55 @@ ffi::Error KeyProductModDownNttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U3
                      static_cast<int>(ps.limbs), 0, 0};
   uint32_t* o = out->typed_data();
   if (!fuse_rows(s, ps)) {  // the transform, then the ModDown key product reading it
-    forward_two_phases(lazy, sub.typed_data(), o, ps, t, stream);
+    two_phases(false, lazy, sub.typed_data(), o, ps, t, stream);
     ffi::Buffer<ffi::U32> transformed = *out;
     return key_product_cuda(stream, x, key, &transformed, convs, out, source, key_poly, key_part,
                             moduli, scale);
   }
-  ntt_cuda::launch_forward_columns(2, lazy, sub.typed_data(), o, ps.limbs, t, stream);
+  ntt_cuda::launch_ntt_phase(false, true, 2, lazy, sub.typed_data(), o, ps.limbs, t, stream);
   const KeyProductData a{x.typed_data(), key.typed_data(), 0, s.key_part, static_cast<int>(s.lx),
                          s.x_batched, static_cast<int>(s.digits), ps.log_n};
-  launch_key_product_ntt_rows(lazy, o, t, a, s, rows_c, conv_ptr, source, key_poly, stream);
+  launch_key_product_rows(false, lazy, o, t, a, s, rows_c, conv_ptr, source, key_poly, stream);
   return launch_status("key_inner_product_mod_down_ntt");
+}
+
+ffi::Error KeyProductInttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
+                                  ffi::Buffer<ffi::U32> key, ffi::Buffer<ffi::S32> rows,
+                                  ffi::Buffer<ffi::U32> moduli_tab, ffi::Buffer<ffi::U32> itw,
+                                  ffi::Buffer<ffi::U32> itw_shoup, ffi::Buffer<ffi::U32> n_inv,
+                                  ffi::Buffer<ffi::U32> n_inv_shoup, ffi::RemainingArgs convs,
+                                  ffi::ResultBuffer<ffi::U32> out, ffi::Span<const int32_t> source,
+                                  ffi::Span<const int32_t> key_poly, int64_t key_part,
+                                  ffi::Span<const int64_t> moduli, bool lazy) {
+  KeyProductShape s;
+  std::vector<KeyProductRow> rows_c;
+  std::vector<const uint32_t*> conv_ptr;
+  PolyShape ps;
+  int64_t table_rows = 0;
+  if (auto e = decode_key_product_intt_args(x, key, convs, out->dimensions(), source, key_poly,
+                                            key_part, moduli, rows, moduli_tab, itw, itw_shoup,
+                                            n_inv, n_inv_shoup, &s, &rows_c, &conv_ptr, &ps,
+                                            &table_rows);
+      e.failure())
+    return e;
+  if (s.batch == 0 || s.rows == 0) return ffi::Error::Success();
+  ntt_cuda::Tables t{rows.typed_data(), moduli_tab.typed_data(), itw.typed_data(),
+                     itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(),
+                     static_cast<int>(ps.limbs), ps.log_n, 0, static_cast<int>(ps.limbs), 0, 0};
+  uint32_t* o = out->typed_data();
+  if (!fuse_rows(s, ps)) {  // the key product, then the transform in place
+    if (auto e = key_product_cuda(stream, x, key, nullptr, convs, out, source, key_poly, key_part,
+                                  moduli, {});
+        e.failure())
+      return e;
+    two_phases(true, lazy, o, o, ps, t, stream);
+    return launch_status("key_inner_product_intt");
+  }
+  const KeyProductData a{x.typed_data(), key.typed_data(), 0, s.key_part, static_cast<int>(s.lx),
+                         s.x_batched, static_cast<int>(s.digits), ps.log_n};
+  launch_key_product_rows(true, lazy, o, t, a, s, rows_c, conv_ptr, source, key_poly, stream);
+  ntt_cuda::launch_ntt_phase(true, true, 2, lazy, o, o, ps.limbs, t, stream);
+  return launch_status("key_inner_product_intt");
 }
 
 }  // namespace
@@ -397,6 +478,10 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductModDownCuda, KeyProductModDownCudaImpl,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductModDownNttCuda, KeyProductModDownNttCudaImpl,
                               bind_key_product_mod_down_ntt(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
+                              {ffi::Traits::kCmdBufferCompatible});
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(KeyProductInttCuda, KeyProductInttCudaImpl,
+                              bind_key_product_intt(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
                               {ffi::Traits::kCmdBufferCompatible});
 
 }  // namespace jax_fhe

@@ -33,6 +33,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_key_inner_product"] = capsule(jax_fhe::KeyProductCpu);
     d["jax_fhe_key_inner_product_mod_down"] = capsule(jax_fhe::KeyProductModDownCpu);
     d["jax_fhe_key_inner_product_mod_down_ntt"] = capsule(jax_fhe::KeyProductModDownNttCpu);
+    d["jax_fhe_key_inner_product_intt"] = capsule(jax_fhe::KeyProductInttCpu);
     return d;
   });
   m.def("cuda_targets", []() {
@@ -49,6 +50,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_key_inner_product"] = capsule(jax_fhe::KeyProductCuda);
     d["jax_fhe_key_inner_product_mod_down"] = capsule(jax_fhe::KeyProductModDownCuda);
     d["jax_fhe_key_inner_product_mod_down_ntt"] = capsule(jax_fhe::KeyProductModDownNttCuda);
+    d["jax_fhe_key_inner_product_intt"] = capsule(jax_fhe::KeyProductInttCuda);
 #endif
     return d;
   });

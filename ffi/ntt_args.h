@@ -51,4 +51,9 @@ ffi::Error check_rows(const int32_t* rows, int64_t limbs, int64_t table_rows);
 void ntt_forward_cpu(const PolyShape& s, const uint32_t* src, uint32_t* dst, const int32_t* rows,
                      const uint32_t* moduli, const uint32_t* tw, const uint32_t* tw_shoup);
 
+// ntt_cpu.cc: the inverse NTT on the CPU (with the N^-1 scaling), as ntt_forward_cpu.
+void ntt_inverse_cpu(const PolyShape& s, const uint32_t* src, uint32_t* dst, const int32_t* rows,
+                     const uint32_t* moduli, const uint32_t* itw, const uint32_t* itw_shoup,
+                     const uint32_t* n_inv, const uint32_t* n_inv_shoup);
+
 }  // namespace jax_fhe

@@ -90,25 +90,25 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
   uint32_t* work_row = work + r * G::row_pad;
   auto col_sidx = [&](int, int u) { return u * G::cpb + c; };
   auto row_sidx = [&](int, int u) { return u + (u >> 5); };
-  auto none4 = [](int, int) { return uint4{}; };
-  auto none_store4 = [](int, int, uint4) {};
+  auto none4 = [](int, int, int) { return uint4{}; };
+  auto none_store4 = [](int, int, uint4, int) {};
   auto release_tiles = [&] { cluster.barrier_arrive(); };  // done reading the other tiles
   if (!INVERSE) {
     run_rounds<kClusterLogR, G::K1, 1, false, LAZY, false>(
-        tc, 1u, tw, tws, q, work, [&](int, int u) { return s[static_cast<int64_t>(u) * G::n2 + col]; },
-        [&](int, int u, uint32_t v) { tile[G::fwd_tile(u, c)] = v; }, col_sidx, none4, none_store4,
+        tc, 1u, tw, tws, q, work, [&](int, int u, int) { return s[static_cast<int64_t>(u) * G::n2 + col]; },
+        [&](int, int u, uint32_t v, int) { tile[G::fwd_tile(u, c)] = v; }, col_sidx, none4, none_store4,
         NoHook{});
     cluster.sync();
     auto finish = [&](uint32_t v) { return csub(csub(v, 2 * q), q); };  // [0, 4q) -> [0, q)
     uint32_t* out = d + static_cast<int64_t>(mrow) * G::n2;
     run_rounds<kClusterLogR, G::K2, 1, false, LAZY, true>(
         tr, static_cast<uint32_t>(G::n1 + mrow), tw, tws, q, work_row,
-        [&](int, int u) {
+        [&](int, int u, int) {
           const uint32_t* remote = cluster.map_shared_rank(tile, u / G::cpb);
           return remote[G::fwd_tile(mrow, u % G::cpb)];
         },
-        [&](int, int u, uint32_t v) { out[u] = finish(v); }, row_sidx, none4,
-        [&](int, int u, uint4 v) {
+        [&](int, int u, uint32_t v, int) { out[u] = finish(v); }, row_sidx, none4,
+        [&](int, int u, uint4 v, int) {
           *reinterpret_cast<uint4*>(out + u) =
               make_uint4(finish(v.x), finish(v.y), finish(v.z), finish(v.w));
         },
@@ -118,18 +118,18 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
     uint32_t* tile_row = tile + r * G::inv_tile_stride;
     run_rounds<kClusterLogR, G::K2, 1, true, LAZY, true>(
         tr, static_cast<uint32_t>(G::n1 + mrow), tw, tws, q, work_row,
-        [&](int, int u) { return in[u]; }, [&](int, int u, uint32_t v) { tile_row[u] = v; },
-        row_sidx, [&](int, int u) { return *reinterpret_cast<const uint4*>(in + u); },
+        [&](int, int u, int) { return in[u]; }, [&](int, int u, uint32_t v, int) { tile_row[u] = v; },
+        row_sidx, [&](int, int u, int) { return *reinterpret_cast<const uint4*>(in + u); },
         none_store4, NoHook{});
     cluster.sync();
     const uint32_t scale = t.scale[tab], scale_s = t.scale_shoup[tab];
     run_rounds<kClusterLogR, G::K1, 1, true, LAZY, false>(
         tc, 1u, tw, tws, q, work,
-        [&](int, int u) {
+        [&](int, int u, int) {
           const uint32_t* remote = cluster.map_shared_rank(tile, u / G::rpb);
           return remote[(u % G::rpb) * G::inv_tile_stride + col];
         },
-        [&](int, int u, uint32_t v) {
+        [&](int, int u, uint32_t v, int) {
           d[static_cast<int64_t>(u) * G::n2 + col] = mul_shoup(v, scale, scale_s, q);
         },
         col_sidx, none4, none_store4, release_tiles);

@@ -60,6 +60,17 @@ void ntt_forward_cpu(const PolyShape& s, const uint32_t* src, uint32_t* dst, con
   });
 }
 
+void ntt_inverse_cpu(const PolyShape& s, const uint32_t* src, uint32_t* dst, const int32_t* rows,
+                     const uint32_t* moduli, const uint32_t* itw, const uint32_t* itw_shoup,
+                     const uint32_t* n_inv, const uint32_t* n_inv_shoup) {
+  if (dst != src) std::memcpy(dst, src, sizeof(uint32_t) * s.polys * s.n);
+  parallel_for(s.polys, s.n * s.log_n, [&](int64_t p) {
+    const int64_t row = rows[p % s.limbs];
+    ntt_inverse_one(dst + p * s.n, s.n, moduli[row], itw + row * s.n, itw_shoup + row * s.n,
+                    n_inv[row], n_inv_shoup[row]);
+  });
+}
+
 namespace {
 
 ffi::Error NttForwardCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows,
@@ -98,16 +109,9 @@ ffi::Error NttInverseCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows
       e.failure())
     return e;
   if (auto e = check_rows(rows.typed_data(), s.limbs, table_rows); e.failure()) return e;
-  const uint32_t* src = x.typed_data();
-  uint32_t* dst = y->typed_data();
-  if (dst != src) std::memcpy(dst, src, sizeof(uint32_t) * s.polys * s.n);
-  const int32_t* r = rows.typed_data();
-  parallel_for(s.polys, s.n * s.log_n, [&](int64_t p) {
-    const int64_t row = r[p % s.limbs];
-    ntt_inverse_one(dst + p * s.n, s.n, moduli.typed_data()[row], itw.typed_data() + row * s.n,
-                    itw_shoup.typed_data() + row * s.n, n_inv.typed_data()[row],
-                    n_inv_shoup.typed_data()[row]);
-  });
+  ntt_inverse_cpu(s, x.typed_data(), y->typed_data(), rows.typed_data(), moduli.typed_data(),
+                  itw.typed_data(), itw_shoup.typed_data(), n_inv.typed_data(),
+                  n_inv_shoup.typed_data());
   return ffi::Error::Success();
 }
 

@@ -122,13 +122,13 @@ __global__ void __launch_bounds__(WholeGeometry<LOGN, P>::threads)
   };
   run_rounds<3, LOGN, P, INVERSE, LAZY, true>(
       static_cast<int>(threadIdx.x), 1u, tw, tws, q, smem,
-      [&](int p, int u) {
+      [&](int p, int u, int) {
         if constexpr (LIFT) return lift(xi[p * G::n + u]);
         else return s[p * stride + u];
       },
-      [&](int p, int u, uint32_t v) { d[p * stride + u] = finish(v); },
+      [&](int p, int u, uint32_t v, int) { d[p * stride + u] = finish(v); },
       [](int p, int u) { return p * G::padded + u + (u >> 5); },
-      [&](int p, int u) {
+      [&](int p, int u, int) {
         if constexpr (LIFT) {
           const int4 v = *reinterpret_cast<const int4*>(xi + p * G::n + u);
           return make_uint4(lift(v.x), lift(v.y), lift(v.z), lift(v.w));
@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(WholeGeometry<LOGN, P>::threads)
           return *reinterpret_cast<const uint4*>(s + p * stride + u);
         }
       },
-      [&](int p, int u, uint4 v) {
+      [&](int p, int u, uint4 v, int) {
         *reinterpret_cast<uint4*>(d + p * stride + u) =
             make_uint4(finish(v.x), finish(v.y), finish(v.z), finish(v.w));
       },
@@ -592,26 +592,20 @@ ffi::Error NttForwardLiftCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::S32> x,
 
 namespace ntt_cuda {
 
-namespace {
-void launch_forward_phase(bool columns, int p, bool lazy, const uint32_t* src, uint32_t* dst,
-                          int64_t groups, const Tables& t, cudaStream_t stream) {
+void launch_ntt_phase(bool inverse, bool columns, int p, bool lazy, const uint32_t* src,
+                      uint32_t* dst, int64_t groups, const Tables& t, cudaStream_t stream) {
   const int k = columns ? t.log_n / 2 : t.log_n - t.log_n / 2;
   auto run = [&](auto launch) { launch(columns, k, src, dst, groups, t, stream); };
-  if (p == 4) lazy ? run(launch_phase<4, false, true>) : run(launch_phase<4, false, false>);
-  else if (p == 2) lazy ? run(launch_phase<2, false, true>) : run(launch_phase<2, false, false>);
-  else lazy ? run(launch_phase<1, false, true>) : run(launch_phase<1, false, false>);
-}
-}  // namespace
-
-
-void launch_forward_columns(int p, bool lazy, const uint32_t* src, uint32_t* dst, int64_t groups,
-                            const Tables& t, cudaStream_t stream) {
-  launch_forward_phase(true, p, lazy, src, dst, groups, t, stream);
-}
-
-void launch_forward_rows(int p, bool lazy, const uint32_t* src, uint32_t* dst, int64_t groups,
-                         const Tables& t, cudaStream_t stream) {
-  launch_forward_phase(false, p, lazy, src, dst, groups, t, stream);
+  auto by_p = [&](auto fwd1, auto fwd2, auto fwd4) {
+    if (p == 4) run(fwd4); else if (p == 2) run(fwd2); else run(fwd1);
+  };
+  if (inverse) {
+    if (lazy) by_p(launch_phase<1, true, true>, launch_phase<2, true, true>, launch_phase<4, true, true>);
+    else by_p(launch_phase<1, true, false>, launch_phase<2, true, false>, launch_phase<4, true, false>);
+  } else {
+    if (lazy) by_p(launch_phase<1, false, true>, launch_phase<2, false, true>, launch_phase<4, false, true>);
+    else by_p(launch_phase<1, false, false>, launch_phase<2, false, false>, launch_phase<4, false, false>);
+  }
 }
 
 }  // namespace ntt_cuda

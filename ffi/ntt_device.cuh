@@ -148,6 +148,9 @@ __device__ __forceinline__ void compute_round(uint32_t (&x)[P][1 << LOGR], const
 // kernel a shared-memory tile); Smem maps them to a shared-memory slot for the exchanges
 // between rounds. AfterLoad runs once the first round's loads are issued. With CONTIG, a round
 // whose units hold runs of consecutive elements moves them as 16-byte vectors (LoadG4/StoreG4).
+// The loads and stores also get the element's index i in the thread's registers (the first of
+// four for LoadG4/StoreG4): a fused producer or consumer keeps per-element values in registers
+// under that index.
 template <int LOGR, int K, int P, bool INVERSE, bool LAZY, bool CONTIG, typename LoadG,
           typename StoreG, typename Smem, typename LoadG4, typename StoreG4, typename AfterLoad>
 __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* tw,
@@ -169,7 +172,7 @@ __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* t
         const int i = 4 * i4;
 #pragma unroll
         for (int p = 0; p < P; ++p) {
-          const uint4 v = load_g4(p, r0.index(tt, i / span, i % span));
+          const uint4 v = load_g4(p, r0.index(tt, i / span, i % span), i);
           x[p][i] = v.x; x[p][i + 1] = v.y; x[p][i + 2] = v.z; x[p][i + 3] = v.w;
         }
       }
@@ -177,7 +180,7 @@ __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* t
 #pragma unroll
       for (int i = 0; i < kR; ++i) {
 #pragma unroll
-        for (int p = 0; p < P; ++p) x[p][i] = load_g(p, r0.index(tt, i / span, i % span));
+        for (int p = 0; p < P; ++p) x[p][i] = load_g(p, r0.index(tt, i / span, i % span), i);
       }
     }
   }
@@ -209,13 +212,13 @@ __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* t
 #pragma unroll
         for (int p = 0; p < P; ++p)
           store_g4(p, cur.index(tt, i / span, i % span),
-                   make_uint4(x[p][i], x[p][i + 1], x[p][i + 2], x[p][i + 3]));
+                   make_uint4(x[p][i], x[p][i + 1], x[p][i + 2], x[p][i + 3]), i);
       }
     } else {
 #pragma unroll
       for (int i = 0; i < kR; ++i) {
 #pragma unroll
-        for (int p = 0; p < P; ++p) store_g(p, cur.index(tt, i / span, i % span), x[p][i]);
+        for (int p = 0; p < P; ++p) store_g(p, cur.index(tt, i / span, i % span), x[p][i], i);
       }
     }
   }
@@ -288,13 +291,13 @@ __device__ __forceinline__ void columns_tile(const uint32_t* src, uint32_t* dst,
   // reduce (the Shoup product accepts any 32-bit input)
   run_rounds<3, K1, P, INVERSE, LAZY, false>(
       tt, 1u, tw, tws, q, smem,
-      [&](int p, int u) { return load_word<COHERENT>(s + p * stride + static_cast<int64_t>(u) * n2); },
-      [&](int p, int u, uint32_t v) {
+      [&](int p, int u, int) { return load_word<COHERENT>(s + p * stride + static_cast<int64_t>(u) * n2); },
+      [&](int p, int u, uint32_t v, int) {
         if (INVERSE) v = mul_shoup(v, scale, scale_s, q);
         d[p * stride + static_cast<int64_t>(u) * n2] = v;
       },
-      [&](int p, int u) { return (p * n1 + u) * kCols + c; }, [](int, int) { return uint4{}; },
-      [](int, int, uint4) {}, NoHook{});
+      [&](int p, int u) { return (p * n1 + u) * kCols + c; }, [](int, int, int) { return uint4{}; },
+      [](int, int, uint4, int) {}, NoHook{});
 }
 
 // Phase "rows": stages K1..logN-1 (forward) or their inverse. One tile = rows_per_block rows of
@@ -310,23 +313,44 @@ struct RowsGeometry {
   static constexpr int smem_words = P * rows_per_block * padded;
 };
 
-// Where the rows phase puts its (canonical) results: W = 1 or 4 consecutive values for
-// polynomial p of the group, at position `pos` within the polynomial, whose place in the
-// destination is `d`. The plain transform stores them; a fused consumer
-// (key_product_cuda.cu: ModDown's last NTT with the key product) combines them first.
+// Where the rows phase puts its (canonical) results: W = 1 or 4 consecutive values of register
+// element i (and up) of polynomial p of the group, at position `pos` within the polynomial, whose
+// place in the destination is `d`. The plain transform stores them; a fused consumer
+// (key_product_cuda.cu: ModDown's last NTT with the key product) combines them first. Before the
+// first round, once the tile's loads are issued, prepare(pos_of) lets the consumer start its own
+// loads: pos_of(i) is the position element i will be stored at.
 struct PlainStore {
+  template <typename PosOf>
+  __device__ __forceinline__ void prepare(PosOf) {}
   template <int W>
-  __device__ __forceinline__ void operator()(int /*p*/, int64_t /*pos*/, uint32_t* d,
+  __device__ __forceinline__ void operator()(int /*p*/, int /*i*/, int64_t /*pos*/, uint32_t* d,
                                              const uint32_t (&v)[W]) const {
     if constexpr (W == 4) *reinterpret_cast<uint4*>(d) = make_uint4(v[0], v[1], v[2], v[3]);
     else d[0] = v[0];
   }
 };
 
-template <int K2, int P, bool INVERSE, bool LAZY, bool COHERENT, typename Out = PlainStore>
+// Where the rows phase gets its input: W = 1 or 4 consecutive words of register element i (and
+// up) of polynomial p, whose place in the source is `s`. The plain transform loads them; a
+// fused producer (key_product_cuda.cu: the key product before ModDown's INTT) computes them:
+// prepare(pos_of) runs before the first load, pos_of(i) being element i's position.
+template <bool COHERENT>
+struct GlobalLoad {
+  template <typename PosOf>
+  __device__ __forceinline__ void prepare(PosOf) {}
+  __device__ __forceinline__ uint32_t load1(int /*p*/, int /*i*/, const uint32_t* s) const {
+    return load_word<COHERENT>(s);
+  }
+  __device__ __forceinline__ uint4 load4(int /*p*/, int /*i*/, const uint32_t* s) const {
+    return load_word4<COHERENT>(s);
+  }
+};
+
+template <int K2, int P, bool INVERSE, bool LAZY, bool COHERENT, typename Out = PlainStore,
+          typename In = GlobalLoad<COHERENT>>
 __device__ __forceinline__ void rows_tile(const uint32_t* src, uint32_t* dst,  // may alias
                                           const Tables& t, int tile, unsigned group,
-                                          uint32_t* smem, Out out = {}) {
+                                          uint32_t* smem, Out out = {}, In in = {}) {
   using G = RowsGeometry<K2>;
   const int n1 = (1 << t.log_n) >> K2;
   const int64_t poly = t.poly0<P>(group);
@@ -339,30 +363,40 @@ __device__ __forceinline__ void rows_tile(const uint32_t* src, uint32_t* dst,  /
   const int r = threadIdx.x / G::threads_per_row;
   const int tt = threadIdx.x % G::threads_per_row;
   const int mrow = tile * G::rows_per_block + r;  // matrix row within the polynomial
-  const int64_t base = poly * N + static_cast<int64_t>(mrow) * G::n2;
+  const int64_t row_pos = static_cast<int64_t>(mrow) * G::n2;
+  const int64_t base = poly * N + row_pos;
   const uint32_t* s = src + base;
   uint32_t* d = dst + base;
   uint32_t* sm = smem + r * G::padded;
   constexpr int kPolySlots = G::rows_per_block * G::padded;
+  constexpr int kRounds = (K2 + 2) / 3;
+  const Round<3, K2> first = INVERSE ? inverse_round<3, K2>(0) : forward_round<3, K2>(0);
+  const Round<3, K2> last = INVERSE ? inverse_round<3, K2>(kRounds - 1) : forward_round<3, K2>(kRounds - 1);
+  // position within the polynomial of register element i before the first round / after the last
+  auto position = [&](const Round<3, K2>& rd, int i) {
+    const int span = 1 << rd.rho;
+    return row_pos + rd.index(tt, i / span, i % span);
+  };
   // the forward transform ends here: reduce lazy values from [0, 4q) to [0, q)
   auto finish = [&](uint32_t v) {
     if (LAZY && !INVERSE) v = csub(csub(v, 2 * q), q);
     return v;
   };
+  in.prepare([&](int i) { return position(first, i); });
   run_rounds<3, K2, P, INVERSE, LAZY, true>(
       tt, static_cast<uint32_t>(n1 + mrow), tw, tws, q, sm,
-      [&](int p, int u) { return load_word<COHERENT>(s + p * stride + u); },
-      [&](int p, int u, uint32_t v) {
+      [&](int p, int u, int i) { return in.load1(p, i, s + p * stride + u); },
+      [&](int p, int u, uint32_t v, int i) {
         const uint32_t w[1] = {finish(v)};
-        out(p, static_cast<int64_t>(mrow) * G::n2 + u, d + p * stride + u, w);
+        out(p, i, row_pos + u, d + p * stride + u, w);
       },
       [](int p, int u) { return p * kPolySlots + u + (u >> 5); },
-      [&](int p, int u) { return load_word4<COHERENT>(s + p * stride + u); },
-      [&](int p, int u, uint4 v) {
+      [&](int p, int u, int i) { return in.load4(p, i, s + p * stride + u); },
+      [&](int p, int u, uint4 v, int i) {
         const uint32_t w[4] = {finish(v.x), finish(v.y), finish(v.z), finish(v.w)};
-        out(p, static_cast<int64_t>(mrow) * G::n2 + u, d + p * stride + u, w);
+        out(p, i, row_pos + u, d + p * stride + u, w);
       },
-      NoHook{});
+      [&] { out.prepare([&](int i) { return position(last, i); }); });
 }
 
 
@@ -372,13 +406,12 @@ enum class ClusterRun { kNotRun, kRan, kFailed };
 ClusterRun run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
                            uint32_t* dst, Tables t, bool inverse, bool lazy);
 
-// ntt_cuda.cu: the forward transform's first phase (columns, stages 0..K1-1) over `groups`
-// groups of P (1, 2 or 4) polynomials, as the forward NTT launches it, for log N >= 13.
-void launch_forward_columns(int p, bool lazy, const uint32_t* src, uint32_t* dst, int64_t groups,
-                            const Tables& t, cudaStream_t stream);
-// ... and its second phase (rows, stages K1..logN-1, reduced to [0, q) on the store).
-void launch_forward_rows(int p, bool lazy, const uint32_t* src, uint32_t* dst, int64_t groups,
-                         const Tables& t, cudaStream_t stream);
+// ntt_cuda.cu: one phase of the two-phase transform (log N >= 13) over `groups` groups of P (1,
+// 2 or 4) polynomials, as the NTT handlers launch it: the forward columns (stages 0..K1-1) or
+// rows (K1..logN-1, reduced to [0, q) on the store), or the inverse rows (first) or columns
+// (with the N^-1 scaling). A second phase is launched as dependent on the first.
+void launch_ntt_phase(bool inverse, bool columns, int p, bool lazy, const uint32_t* src,
+                      uint32_t* dst, int64_t groups, const Tables& t, cudaStream_t stream);
 
 }  // namespace ntt_cuda
 }  // namespace jax_fhe

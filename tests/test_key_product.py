@@ -111,6 +111,38 @@ def test_mod_down_ntt_epilogue(log_n, digits, rows, batch, bits, device, put, rn
             ops.digit_key_product(xd, cd, kd, sub=sd, sub_ntt=(rns.make_context(rns.ntt_primes(30, rows, 2048), 2048), rows_), **kw)
 
 
+@pytest.mark.parametrize("log_n, digits, rows, batch, bits", [
+    (16, 4, 5, 1, 30),   # one ciphertext: the product in the INTT's first phase, lazy butterflies
+    (16, 3, 4, 1, 31),   # fused, canonical butterflies
+    (15, 5, 3, 1, 30),   # fused at N = 2^15, 5 digits fold once
+    (16, 3, 4, 2, 31),   # a batch: the key product, then the INTT (4 polynomials per thread)
+    (15, 2, 3, 3, 30),   # a batch: 2 polynomials per thread
+    (10, 2, 70, 1, 30),  # N = 2^10: the key product, then the INTT; 2 plans
+])
+def test_intt_prologue(log_n, digits, rows, batch, bits, device, put, rng):
+    """intt: bit for bit ops.intt of the product. On the GPU, for one ciphertext at N = 2^15 and
+    2^16, the product is computed in the INTT's first phase."""
+    n = 1 << log_n
+    primes, x, convs, key, source, key_poly, key_part = _case(rng, digits, rows, batch=batch, bits=bits, n=n)
+    ring = put(rns.make_context(primes, n))
+    kw = dict(source=source, key_poly=key_poly, key_part=key_part, moduli=primes)
+    xd, cd, kd = put(jnp.asarray(x)), [put(jnp.asarray(c)) for c in convs], put(jnp.asarray(key))
+    rows_ = tuple(range(rows))
+    want = np.asarray(ops.intt(ops.digit_key_product(xd, cd, kd, **kw), ring, rows_))
+    got = ops.digit_key_product(xd, cd, kd, intt=(ring, rows_), **kw)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    f = jax.jit(jax.vmap(lambda v, *c: ops.digit_key_product(v, list(c), kd, intt=(ring, rows_), **kw)))
+    np.testing.assert_array_equal(np.asarray(f(xd, *cd)), want)
+    if log_n == 10:
+        with pytest.raises(ValueError, match="primes differ from moduli"):
+            ops.digit_key_product(xd, cd, kd, intt=(ring, rows_[::-1]), **kw)
+        with pytest.raises(ValueError, match="intt must be a pair"):
+            ops.digit_key_product(xd, cd, kd, intt=ring, **kw)
+        sub = jnp.zeros((batch, 2, rows, n), jnp.uint32)
+        with pytest.raises(ValueError, match="intt is not used with sub"):
+            ops.digit_key_product(xd, cd, kd, sub=sub, scale=[1] * rows, intt=(ring, rows_), **kw)
+
+
 def test_jit_vmap_and_shared_operands(device, put, rng):
     """jit equals eager; vmap over x only (the conversions shared by every entry) equals a loop;
     a batch-1 operand serves every batch entry."""

@@ -7,7 +7,8 @@
 where digit slot i reads row j of its extended (ModUp) digit from ``x`` (the digit's own
 limbs: ``source[i, j] < Lx``) or from ``convs[i]`` (row ``source[i, j] - Lx``), so the extended
 digits are never assembled and each key polynomial is read once for the whole batch. With
-``sub``/``scale`` it also runs ModDown's last step: ``(out - sub) * scale mod p_j``.
+``sub``/``scale`` it also runs ModDown's last step: ``(out - sub) * scale mod p_j``; with
+``intt`` its first (the special rows back to the coefficient domain).
 :func:`jax_fhe.rlwe.hybrid.key_switch` builds the plan; the semantics are in
 ``ffi/key_product_args.h``.
 """
@@ -27,9 +28,12 @@ MAX_DIGITS = 8
 MAX_SOURCE_ROWS = 255
 
 
-def _transform_rows(spec, r: int, moduli, n: int):
-    """(ctx, rows) of the fused NTT, checked against the output rows' primes and N."""
-    ctx, rows = spec
+def _transform_rows(spec, r: int, moduli, n: int, what: str = "sub_ntt"):
+    """(ctx, rows) of the fused NTT or INTT, checked against the output rows' primes and N."""
+    try:
+        ctx, rows = spec
+    except (TypeError, ValueError):
+        raise ValueError(f"digit_key_product: {what} must be a pair (ctx, rows)") from None
     ctx = as_context(ctx, "digit_key_product")
     rows = ctx.rows_for(r, rows)
     if n != ctx.n:
@@ -40,7 +44,7 @@ def _transform_rows(spec, r: int, moduli, n: int):
 
 
 def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: int, moduli,
-                      sub=None, scale=None, sub_ntt=None) -> jax.Array:
+                      sub=None, scale=None, sub_ntt=None, intt=None) -> jax.Array:
     """Key inner product over digits read in place.
 
     x:        uint32[B..., Lx, N]     the ciphertext component (each digit's own limbs)
@@ -59,6 +63,11 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
                                       the GPU the NTT's second phase and the key product are one
                                       kernel, so NTT(sub) is never written (one
                                       ciphertext, N = 2^15, 2^16; batches run them apart).
+    intt:     (ctx, rows)             optional, without ``sub``: return the product's inverse
+                                      NTT (coefficient domain) under ``ctx`` at table rows
+                                      ``rows`` (primes ``moduli``). On the GPU the INTT's first
+                                      phase computes the product, so it is never written (same
+                                      cases as ``sub_ntt``).
     Returns uint32[B..., 2, R, N].
     """
     x = as_poly(x, "digit_key_product")
@@ -101,8 +110,15 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
     if sub is None:
         if scale is not None or sub_ntt is not None:
             raise ValueError("digit_key_product: scale and sub_ntt are only used with sub")
-        call = jax.ffi.ffi_call("jax_fhe_key_inner_product", out, vmap_method="expand_dims")
-        return call(x, key, *convs, **attrs)
+        if intt is None:
+            call = jax.ffi.ffi_call("jax_fhe_key_inner_product", out, vmap_method="expand_dims")
+            return call(x, key, *convs, **attrs)
+        ctx, rows = _transform_rows(intt, r, moduli, x.shape[-1], "intt")
+        call = jax.ffi.ffi_call("jax_fhe_key_inner_product_intt", out, vmap_method="expand_dims")
+        return call(x, key, rows_array(rows), ctx.moduli, ctx.ipsi, ctx.ipsi_shoup, ctx.n_inv,
+                    ctx.n_inv_shoup, *convs, lazy=_lazy(ctx, rows), **attrs)
+    if intt is not None:
+        raise ValueError("digit_key_product: intt is not used with sub (ModDown's first and last steps)")
     scale = np.asarray(scale, dtype=np.int64)
     if scale.shape != (r,):
         raise ValueError(f"digit_key_product: scale must be [{r}], got {scale.shape}")

@@ -81,9 +81,14 @@ STACKED_MOD_UP = os.environ.get("JAX_FHE_STACKED_MOD_UP", "1") != "0"
 # (ops.digit_key_product's sub_ntt: for one ciphertext on the GPU the NTT's second phase
 # evaluates the product, subtracts and scales), or (JAX_FHE_FUSED_KEY_PRODUCT_NTT=0) the NTT
 # apart. Same bits. H100, (48, 12, 4), one ct: 86 us for the fused kernel against 28 + 74 us.
-# (The special rows' product fused with ModDown's INTT was measured too, 26.7 us against
-# 17.5 + 8.8, and left out.) Read at trace time.
+# Read at trace time.
 FUSED_KEY_PRODUCT_NTT = os.environ.get("JAX_FHE_FUSED_KEY_PRODUCT_NTT", "1") != "0"
+
+# Key switch: the special rows' key product fused with ModDown's first INTT
+# (ops.digit_key_product's intt: for one ciphertext on the GPU the INTT's first phase computes
+# the product where it would load it), or (JAX_FHE_FUSED_KEY_PRODUCT_INTT=0) the INTT apart.
+# Same bits. Read at trace time.
+FUSED_KEY_PRODUCT_INTT = os.environ.get("JAX_FHE_FUSED_KEY_PRODUCT_INTT", "1") != "0"
 
 
 @pytree_dataclass
@@ -408,7 +413,9 @@ def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
     and multiplies by P^-1. The extended digits and the basis rows of the inner product are
     never written. With ``FUSED_KEY_PRODUCT_NTT`` (default) ModDown's NTT is the basis rows'
     product's own option (``sub_ntt``): for one ciphertext on the GPU the NTT's second phase
-    evaluates the product, so the transformed conversion is never written either.
+    evaluates the product, so the transformed conversion is never written either. Likewise
+    ``FUSED_KEY_PRODUCT_INTT`` (default) makes ModDown's INTT the special rows' product's
+    ``intt`` option, whose first phase computes the product on the GPU.
     """
     _check_key(key, ring, tables, "key_switch")
     _check_basis(x, tables, "key_switch")
@@ -431,8 +438,11 @@ def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
         return ops.digit_key_product(x, convs, flat_key, source=source, key_poly=key_poly,
                                      key_part=t, moduli=moduli, **epilogue)
 
-    yp = product(tables.special_rows)                                   # [..., 2, alpha_p, N]
-    conv = exact_conv(ops.intt(yp, ring, tables.special_rows), tables.mod_down, ring)  # [..., 2, L, N]
+    if FUSED_KEY_PRODUCT_INTT:                                          # [..., 2, alpha_p, N]
+        yp_coeff = product(tables.special_rows, intt=(ring, tables.special_rows))
+    else:
+        yp_coeff = ops.intt(product(tables.special_rows), ring, tables.special_rows)
+    conv = exact_conv(yp_coeff, tables.mod_down, ring)                  # [..., 2, L, N]
     scale = _p_inverse(ring.primes, tables.rows, tables.special_rows)
     if FUSED_KEY_PRODUCT_NTT:
         return product(tables.rows, sub=conv, scale=scale, sub_ntt=(ring, tables.rows))
