@@ -153,7 +153,7 @@ void launch_digits(int digits, dim3 grid, dim3 block, cudaStream_t stream, const
 
 static_assert(kKeyProductMaxDigits == 8, "launch_digits instantiates 1..8 digits");
 
-// --- The key product fused with the forward NTT's rows phase (one ciphertext, N = 2^15, 2^16) ---
+// --- The key product fused with ModDown's INTT and NTT rows phases (one ciphertext, N = 2^15, 2^16) ---
 // The tile's two polynomials are the key parts c = 0, 1 of ciphertext b; its limb is output row
 // j of the plan. at4 evaluates y[b, c, j] for both parts at 4 consecutive positions, as
 // key_product_kernel does (the same sums and reductions, so the same bits), loading each digit
