@@ -93,6 +93,17 @@ struct KeyProductShape {
   std::vector<bool> conv_batched;
 };
 
+// One decoded call, what the handlers work from: its shapes, per-row constants and conversion
+// pointers (one per digit), and for the transform variants the transform's view of the output
+// (2B entries of R limbs) and its tables' row count.
+struct KeyProductCall {
+  KeyProductShape s;
+  std::vector<KeyProductRow> rows;
+  std::vector<const uint32_t*> conv;
+  PolyShape ps;
+  int64_t table_rows = 0;
+};
+
 inline uint32_t shoup_companion(uint64_t w, uint64_t p) {
   return static_cast<uint32_t>((w << 32) / p);
 }
@@ -224,9 +235,9 @@ inline ffi::Error decode_key_product_args(
     const ffi::Buffer<ffi::U32>* sub, const ffi::RemainingArgs& convs,
     const ffi::AnyBuffer::Dimensions& out, ffi::Span<const int32_t> source,
     ffi::Span<const int32_t> key_poly, int64_t key_part, ffi::Span<const int64_t> moduli,
-    ffi::Span<const int64_t> scale, KeyProductShape* s, std::vector<KeyProductRow>* rows,
-    std::vector<const uint32_t*>* conv_ptr) {
+    ffi::Span<const int64_t> scale, KeyProductCall* c) {
   std::vector<ffi::AnyBuffer::Dimensions> conv_dims;
+  std::vector<const uint32_t*>* conv_ptr = &c->conv;
   conv_ptr->clear();
   for (size_t i = 0; i < convs.size(); ++i) {
     auto c = convs.get<ffi::Buffer<ffi::U32>>(i);
@@ -237,17 +248,16 @@ inline ffi::Error decode_key_product_args(
   const ffi::AnyBuffer::Dimensions sub_dims = sub ? sub->dimensions() : ffi::AnyBuffer::Dimensions();
   if (auto e = check_key_product_args(x.dimensions(), key.dimensions(), conv_dims,
                                       sub ? &sub_dims : nullptr, out, source, key_poly,
-                                      key_part, moduli, scale, s, rows);
+                                      key_part, moduli, scale, &c->s, &c->rows);
       e.failure())
     return e;
   // one stacked conversion: every digit reads it (the kernels then index conv[i] per digit)
-  conv_ptr->resize(static_cast<size_t>(s->digits), conv_ptr->front());
+  conv_ptr->resize(static_cast<size_t>(c->s.digits), conv_ptr->front());
   return ffi::Error::Success();
 }
 
 // The ModDown-NTT variant's decoding: decode_key_product_args, then sub has the output's
-// shape and the NTT tables fit it. Fills the NTT's view of sub (2B entries of R limbs) and the
-// tables' row count.
+// shape and the NTT tables fit it.
 inline ffi::Error decode_key_product_ntt_args(
     const ffi::Buffer<ffi::U32>& x, const ffi::Buffer<ffi::U32>& key,
     const ffi::Buffer<ffi::U32>& sub, const ffi::RemainingArgs& convs,
@@ -255,55 +265,51 @@ inline ffi::Error decode_key_product_ntt_args(
     ffi::Span<const int32_t> key_poly, int64_t key_part, ffi::Span<const int64_t> moduli,
     ffi::Span<const int64_t> scale, const ffi::Buffer<ffi::S32>& rows,
     const ffi::Buffer<ffi::U32>& moduli_tab, const ffi::Buffer<ffi::U32>& tw,
-    const ffi::Buffer<ffi::U32>& tw_shoup, KeyProductShape* s, std::vector<KeyProductRow>* rows_c,
-    std::vector<const uint32_t*>* conv_ptr, PolyShape* ps, int64_t* table_rows) {
+    const ffi::Buffer<ffi::U32>& tw_shoup, KeyProductCall* c) {
   if (auto e = decode_key_product_args(x, key, &sub, convs, out, source, key_poly, key_part,
-                                       moduli, scale, s, rows_c, conv_ptr);
+                                       moduli, scale, c);
       e.failure())
     return e;
   const auto& sd = sub.dimensions();
   bool same = sd.size() == out.size();
   for (size_t i = 0; same && i < sd.size(); ++i) same = sd[i] == out[i];
   if (!same) return key_product_error("sub must have the output's shape (every batch entry)");
-  if (auto e = decode_poly_shape(sd, "key_inner_product sub", ps); e.failure()) return e;
-  return check_ntt_args(*ps, out, sd, rows.dimensions(), moduli_tab.dimensions(), tw.dimensions(),
-                        tw_shoup.dimensions(), table_rows);
+  if (auto e = decode_poly_shape(sd, "key_inner_product sub", &c->ps); e.failure()) return e;
+  return check_ntt_args(c->ps, out, sd, rows.dimensions(), moduli_tab.dimensions(), tw.dimensions(),
+                        tw_shoup.dimensions(), &c->table_rows);
 }
 
 // The INTT variant's decoding: decode_key_product_args (no sub), then the inverse NTT's tables
-// fit the output (2B entries of R limbs: ps).
+// fit the output.
 inline ffi::Error decode_key_product_intt_args(
     const ffi::Buffer<ffi::U32>& x, const ffi::Buffer<ffi::U32>& key, const ffi::RemainingArgs& convs,
     const ffi::AnyBuffer::Dimensions& out, ffi::Span<const int32_t> source,
     ffi::Span<const int32_t> key_poly, int64_t key_part, ffi::Span<const int64_t> moduli,
     const ffi::Buffer<ffi::S32>& rows, const ffi::Buffer<ffi::U32>& moduli_tab,
     const ffi::Buffer<ffi::U32>& itw, const ffi::Buffer<ffi::U32>& itw_shoup,
-    const ffi::Buffer<ffi::U32>& n_inv, const ffi::Buffer<ffi::U32>& n_inv_shoup,
-    KeyProductShape* s, std::vector<KeyProductRow>* rows_c, std::vector<const uint32_t*>* conv_ptr,
-    PolyShape* ps, int64_t* table_rows) {
+    const ffi::Buffer<ffi::U32>& n_inv, const ffi::Buffer<ffi::U32>& n_inv_shoup, KeyProductCall* c) {
   if (auto e = decode_key_product_args(x, key, nullptr, convs, out, source, key_poly, key_part,
-                                       moduli, {}, s, rows_c, conv_ptr);
+                                       moduli, {}, c);
       e.failure())
     return e;
-  if (auto e = decode_poly_shape(out, "key_inner_product output", ps); e.failure()) return e;
-  if (auto e = check_ntt_args(*ps, out, out, rows.dimensions(), moduli_tab.dimensions(),
-                              itw.dimensions(), itw_shoup.dimensions(), table_rows);
+  if (auto e = decode_poly_shape(out, "key_inner_product output", &c->ps); e.failure()) return e;
+  if (auto e = check_ntt_args(c->ps, out, out, rows.dimensions(), moduli_tab.dimensions(),
+                              itw.dimensions(), itw_shoup.dimensions(), &c->table_rows);
       e.failure())
     return e;
-  if (auto e = expect_count(n_inv.dimensions(), 1, *table_rows, "intt N^-1"); e.failure()) return e;
-  return expect_count(n_inv_shoup.dimensions(), 1, *table_rows, "intt N^-1 (Shoup)");
+  if (auto e = expect_count(n_inv.dimensions(), 1, c->table_rows, "intt N^-1"); e.failure()) return e;
+  return expect_count(n_inv_shoup.dimensions(), 1, c->table_rows, "intt N^-1 (Shoup)");
 }
 
 // The plan of the launch covering rows [row0, row0 + kKeyProductRowsPerLaunch).
-inline KeyProductPlan key_product_plan(const KeyProductShape& s, const std::vector<KeyProductRow>& rows,
-                                       const std::vector<const uint32_t*>& conv,
-                                       ffi::Span<const int32_t> source, ffi::Span<const int32_t> key_poly,
-                                       int64_t row0) {
+inline KeyProductPlan key_product_plan(const KeyProductCall& c, ffi::Span<const int32_t> source,
+                                       ffi::Span<const int32_t> key_poly, int64_t row0) {
+  const KeyProductShape& s = c.s;
   KeyProductPlan plan{};
   plan.row0 = static_cast<int32_t>(row0);
   plan.rows = static_cast<int32_t>(std::min<int64_t>(kKeyProductRowsPerLaunch, s.rows - row0));
   for (int64_t i = 0; i < s.digits; ++i) {
-    plan.conv[i] = conv[i];
+    plan.conv[i] = c.conv[i];
     plan.conv_rows[i] = static_cast<int32_t>(s.conv_rows[i]);
     plan.conv_batched[i] = s.conv_batched[i] ? 1 : 0;
     for (int j = 0; j < plan.rows; ++j) {
@@ -311,11 +317,11 @@ inline KeyProductPlan key_product_plan(const KeyProductShape& s, const std::vect
       plan.key_poly[i][j] = static_cast<uint16_t>(key_poly[i * s.rows + row0 + j]);
     }
   }
-  for (int j = 0; j < plan.rows; ++j) plan.row[j] = rows[row0 + j];
+  for (int j = 0; j < plan.rows; ++j) plan.row[j] = c.rows[row0 + j];
   return plan;
 }
 
-// The three key-product targets' signatures, written once for the CPU and CUDA handlers (the
+// The four key-product targets' signatures, written once for the CPU and CUDA handlers (the
 // CUDA ones pass a binding that starts with the stream context). Arguments: x [B..., Lx, N],
 // key [..., N], then the target's own buffers, then conv_i [B..., Lc_i, N] (remaining
 // arguments); result out [B..., 2, R, N]; attributes source, key_poly, key_part, moduli, then

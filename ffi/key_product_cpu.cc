@@ -13,39 +13,28 @@ namespace jax_fhe {
 
 namespace {
 
-ffi::Error key_product_cpu(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
-                           const ffi::Buffer<ffi::U32>* sub, ffi::RemainingArgs convs,
-                           ffi::ResultBuffer<ffi::U32> out, ffi::Span<const int32_t> source,
-                           ffi::Span<const int32_t> key_poly, int64_t key_part,
-                           ffi::Span<const int64_t> moduli, ffi::Span<const int64_t> scale) {
-  KeyProductShape s;
-  std::vector<KeyProductRow> rows;
-  std::vector<const uint32_t*> conv_ptr;
-  if (auto e = decode_key_product_args(x, key, sub, convs, out->dimensions(), source, key_poly, key_part, moduli,
-                                       scale, &s, &rows, &conv_ptr);
-      e.failure())
-    return e;
+// The product of a decoded call; sub (the ModDown variant's, with the shape decoded) or null.
+void key_product_cpu(const KeyProductCall& c, const uint32_t* xp, const uint32_t* kp,
+                     const uint32_t* subp, uint32_t* yp, ffi::Span<const int32_t> source,
+                     ffi::Span<const int32_t> key_poly) {
+  const KeyProductShape& s = c.s;
   const int64_t n = s.n, R = s.rows, D = s.digits;
-  const uint32_t* xp = x.typed_data();
-  const uint32_t* kp = key.typed_data();
-  const uint32_t* subp = sub ? sub->typed_data() : nullptr;
-  uint32_t* yp = out->typed_data();
   parallel_for(s.batch * R, n * D * 2, [&](int64_t item) {
     const int64_t b = item / R, j = item % R;
-    const KeyProductRow& r = rows[j];
+    const KeyProductRow& r = c.rows[j];
     const Reduce64 red{r.p, r.r32, r.r32_shoup, r.one_shoup};
     std::vector<const uint32_t*> src(D), k0(D), k1(D);
     for (int64_t i = 0; i < D; ++i) {
       const int64_t sidx = source[i * R + j];
       src[i] = sidx < s.lx ? xp + ((s.x_batched ? b : 0) * s.lx + sidx) * n
-                           : conv_ptr[i] + ((s.conv_batched[i] ? b : 0) * s.conv_rows[i] + sidx - s.lx) * n;
+                           : c.conv[i] + ((s.conv_batched[i] ? b : 0) * s.conv_rows[i] + sidx - s.lx) * n;
       k0[i] = kp + ((s.key_batched ? b : 0) * s.key_polys + key_poly[i * R + j]) * n;
-      k1[i] = k0[i] + key_part * n;
+      k1[i] = k0[i] + s.key_part * n;
     }
-    for (int c = 0; c < 2; ++c) {
-      const int64_t o = ((b * 2 + c) * R + j) * n;
-      const int64_t so = (((s.sub_batched ? b : 0) * 2 + c) * R + j) * n;
-      const std::vector<const uint32_t*>& k = c == 0 ? k0 : k1;
+    for (int part = 0; part < 2; ++part) {
+      const int64_t o = ((b * 2 + part) * R + j) * n;
+      const int64_t so = (((s.sub_batched ? b : 0) * 2 + part) * R + j) * n;
+      const std::vector<const uint32_t*>& k = part == 0 ? k0 : k1;
       for (int64_t t = 0; t < n; ++t) {
         uint64_t acc = 0;
         for (int64_t i = 0; i < D; ++i) {
@@ -58,14 +47,19 @@ ffi::Error key_product_cpu(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
       }
     }
   });
-  return ffi::Error::Success();
 }
 
 ffi::Error KeyProductCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
                              ffi::RemainingArgs convs, ffi::ResultBuffer<ffi::U32> out,
                              ffi::Span<const int32_t> source, ffi::Span<const int32_t> key_poly,
                              int64_t key_part, ffi::Span<const int64_t> moduli) {
-  return key_product_cpu(x, key, nullptr, convs, out, source, key_poly, key_part, moduli, {});
+  KeyProductCall c;
+  if (auto e = decode_key_product_args(x, key, nullptr, convs, out->dimensions(), source, key_poly,
+                                       key_part, moduli, {}, &c);
+      e.failure())
+    return e;
+  key_product_cpu(c, x.typed_data(), key.typed_data(), nullptr, out->typed_data(), source, key_poly);
+  return ffi::Error::Success();
 }
 
 ffi::Error KeyProductModDownCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
@@ -74,7 +68,14 @@ ffi::Error KeyProductModDownCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U3
                                     ffi::Span<const int32_t> source,
                                     ffi::Span<const int32_t> key_poly, int64_t key_part,
                                     ffi::Span<const int64_t> moduli, ffi::Span<const int64_t> scale) {
-  return key_product_cpu(x, key, &sub, convs, out, source, key_poly, key_part, moduli, scale);
+  KeyProductCall c;
+  if (auto e = decode_key_product_args(x, key, &sub, convs, out->dimensions(), source, key_poly,
+                                       key_part, moduli, scale, &c);
+      e.failure())
+    return e;
+  key_product_cpu(c, x.typed_data(), key.typed_data(), sub.typed_data(), out->typed_data(), source,
+                  key_poly);
+  return ffi::Error::Success();
 }
 
 // The transform's table rows are in range and hold the output rows' primes.
@@ -99,22 +100,19 @@ ffi::Error KeyProductModDownNttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi:
                                        ffi::Span<const int32_t> key_poly, int64_t key_part,
                                        ffi::Span<const int64_t> moduli, ffi::Span<const int64_t> scale,
                                        bool /*lazy: a GPU scheduling hint*/) {
-  KeyProductShape s;
-  std::vector<KeyProductRow> rows_c;
-  std::vector<const uint32_t*> conv_ptr;
-  PolyShape ps;
-  int64_t table_rows = 0;
+  KeyProductCall c;
   if (auto e = decode_key_product_ntt_args(x, key, sub, convs, out->dimensions(), source, key_poly,
-                                           key_part, moduli, scale, rows, moduli_tab, tw, tw_shoup,
-                                           &s, &rows_c, &conv_ptr, &ps, &table_rows);
+                                           key_part, moduli, scale, rows, moduli_tab, tw, tw_shoup, &c);
       e.failure())
     return e;
-  if (auto e = check_table_primes(rows, moduli_tab, ps.limbs, table_rows, moduli); e.failure())
+  if (auto e = check_table_primes(rows, moduli_tab, c.ps.limbs, c.table_rows, moduli); e.failure())
     return e;
-  ntt_forward_cpu(ps, sub.typed_data(), out->typed_data(), rows.typed_data(),
-                  moduli_tab.typed_data(), tw.typed_data(), tw_shoup.typed_data());
-  ffi::Buffer<ffi::U32> transformed = *out;
-  return key_product_cpu(x, key, &transformed, convs, out, source, key_poly, key_part, moduli, scale);
+  uint32_t* o = out->typed_data();
+  ntt_forward_cpu(c.ps, sub.typed_data(), o, rows.typed_data(), moduli_tab.typed_data(),
+                  tw.typed_data(), tw_shoup.typed_data());
+  // sub (every batch entry, as decoded) is now NTT(sub) in o
+  key_product_cpu(c, x.typed_data(), key.typed_data(), o, o, source, key_poly);
+  return ffi::Error::Success();
 }
 
 // The product into out, then the inverse transform in place.
@@ -126,24 +124,17 @@ ffi::Error KeyProductInttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> 
                                  ffi::Span<const int32_t> source, ffi::Span<const int32_t> key_poly,
                                  int64_t key_part, ffi::Span<const int64_t> moduli,
                                  bool /*lazy: a GPU scheduling hint*/) {
-  KeyProductShape s;
-  std::vector<KeyProductRow> rows_c;
-  std::vector<const uint32_t*> conv_ptr;
-  PolyShape ps;
-  int64_t table_rows = 0;
+  KeyProductCall c;
   if (auto e = decode_key_product_intt_args(x, key, convs, out->dimensions(), source, key_poly,
                                             key_part, moduli, rows, moduli_tab, itw, itw_shoup,
-                                            n_inv, n_inv_shoup, &s, &rows_c, &conv_ptr, &ps,
-                                            &table_rows);
+                                            n_inv, n_inv_shoup, &c);
       e.failure())
     return e;
-  if (auto e = check_table_primes(rows, moduli_tab, ps.limbs, table_rows, moduli); e.failure())
-    return e;
-  if (auto e = key_product_cpu(x, key, nullptr, convs, out, source, key_poly, key_part, moduli, {});
-      e.failure())
+  if (auto e = check_table_primes(rows, moduli_tab, c.ps.limbs, c.table_rows, moduli); e.failure())
     return e;
   uint32_t* o = out->typed_data();
-  ntt_inverse_cpu(ps, o, o, rows.typed_data(), moduli_tab.typed_data(), itw.typed_data(),
+  key_product_cpu(c, x.typed_data(), key.typed_data(), nullptr, o, source, key_poly);
+  ntt_inverse_cpu(c.ps, o, o, rows.typed_data(), moduli_tab.typed_data(), itw.typed_data(),
                   itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data());
   return ffi::Error::Success();
 }

@@ -284,19 +284,20 @@ __global__ void __launch_bounds__(ntt_cuda::RowsGeometry<kFusedK2>::threads, INV
 }
 
 // Every plan's fused rows phase over one ciphertext (entries 0, 1).
-void launch_key_product_rows(bool inverse, bool lazy, uint32_t* out, ntt_cuda::Tables t,
-                             const KeyProductData& a, const KeyProductShape& s,
-                             const std::vector<KeyProductRow>& rows,
-                             const std::vector<const uint32_t*>& conv_ptr,
+void launch_key_product_rows(bool inverse, bool lazy, const uint32_t* x, const uint32_t* key,
+                             uint32_t* out, ntt_cuda::Tables t, const KeyProductCall& c,
                              ffi::Span<const int32_t> source, ffi::Span<const int32_t> key_poly,
                              cudaStream_t stream) {
   using G = ntt_cuda::RowsGeometry<kFusedK2>;
+  const KeyProductShape& s = c.s;
+  const KeyProductData a{x, key, 0, s.key_part, static_cast<int>(s.lx), s.x_batched,
+                         static_cast<int>(s.digits), t.log_n};
   const int n1 = (1 << t.log_n) >> kFusedK2;
   t.batch0 = 0;
   auto kernel = inverse ? (lazy ? key_product_rows_kernel<true, true> : key_product_rows_kernel<true, false>)
                         : (lazy ? key_product_rows_kernel<false, true> : key_product_rows_kernel<false, false>);
   for (int64_t row0 = 0; row0 < s.rows; row0 += kKeyProductRowsPerLaunch) {
-    const KeyProductPlan plan = key_product_plan(s, rows, conv_ptr, source, key_poly, row0);
+    const KeyProductPlan plan = key_product_plan(c, source, key_poly, row0);
     t.limb0 = static_cast<int>(row0);
     t.limb_count = plan.rows;
     const dim3 grid(n1 / G::rows_per_block, static_cast<unsigned>(plan.rows));
@@ -308,34 +309,29 @@ void launch_key_product_rows(bool inverse, bool lazy, uint32_t* out, ntt_cuda::T
 
 static_assert(sizeof(KeyProductPlan) <= 4000, "the plan travels as a kernel parameter");
 
-ffi::Error key_product_cuda(cudaStream_t stream, ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
-                            const ffi::Buffer<ffi::U32>* sub, ffi::RemainingArgs convs,
-                            ffi::ResultBuffer<ffi::U32> out, ffi::Span<const int32_t> source,
-                            ffi::Span<const int32_t> key_poly, int64_t key_part,
-                            ffi::Span<const int64_t> moduli, ffi::Span<const int64_t> scale) {
-  KeyProductShape s;
-  std::vector<KeyProductRow> rows;
-  std::vector<const uint32_t*> conv_ptr;
-  if (auto e = decode_key_product_args(x, key, sub, convs, out->dimensions(), source, key_poly, key_part, moduli,
-                                       scale, &s, &rows, &conv_ptr);
-      e.failure())
-    return e;
-  if (s.batch == 0 || s.rows == 0) return ffi::Error::Success();
+ffi::Error launch_status(const char* what) {
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    return ffi::Error::Internal(std::string(what) + " launch failed: " + cudaGetErrorString(err));
+  return ffi::Error::Success();
+}
+
+// The product of a decoded call; sub (the ModDown variant's, with the shape decoded) or null.
+void launch_key_product(cudaStream_t stream, const KeyProductCall& c, const uint32_t* x,
+                        const uint32_t* key, const uint32_t* sub, uint32_t* out,
+                        ffi::Span<const int32_t> source, ffi::Span<const int32_t> key_poly) {
+  const KeyProductShape& s = c.s;
+  if (s.batch == 0 || s.rows == 0) return;
   const int threads = static_cast<int>(std::min<int64_t>(256, s.n / kVec));
   const int log_n = log2_exact(s.n);
   for (int64_t row0 = 0; row0 < s.rows; row0 += kKeyProductRowsPerLaunch) {
-    const KeyProductPlan plan = key_product_plan(s, rows, conv_ptr, source, key_poly, row0);
+    const KeyProductPlan plan = key_product_plan(c, source, key_poly, row0);
     const dim3 grid(static_cast<unsigned>(s.n / kVec / threads), static_cast<unsigned>(plan.rows));
     auto launch = sub ? launch_digits<true> : launch_digits<false>;
-    launch(static_cast<int>(s.digits), grid, dim3(threads), stream, x.typed_data(),
-           key.typed_data(), sub ? sub->typed_data() : nullptr, out->typed_data(), s.batch,
-           s.x_batched, s.sub_batched, static_cast<int>(s.lx), log_n, static_cast<int>(s.rows), s.key_part,
-           s.key_batched ? s.key_polys * s.n : 0, plan);
+    launch(static_cast<int>(s.digits), grid, dim3(threads), stream, x, key, sub, out, s.batch,
+           s.x_batched, s.sub_batched, static_cast<int>(s.lx), log_n, static_cast<int>(s.rows),
+           s.key_part, s.key_batched ? s.key_polys * s.n : 0, plan);
   }
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess)
-    return ffi::Error::Internal(std::string("key_inner_product launch failed: ") + cudaGetErrorString(err));
-  return ffi::Error::Success();
 }
 
 ffi::Error KeyProductCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
@@ -343,7 +339,14 @@ ffi::Error KeyProductCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                               ffi::ResultBuffer<ffi::U32> out, ffi::Span<const int32_t> source,
                               ffi::Span<const int32_t> key_poly, int64_t key_part,
                               ffi::Span<const int64_t> moduli) {
-  return key_product_cuda(stream, x, key, nullptr, convs, out, source, key_poly, key_part, moduli, {});
+  KeyProductCall c;
+  if (auto e = decode_key_product_args(x, key, nullptr, convs, out->dimensions(), source, key_poly,
+                                       key_part, moduli, {}, &c);
+      e.failure())
+    return e;
+  launch_key_product(stream, c, x.typed_data(), key.typed_data(), nullptr, out->typed_data(),
+                     source, key_poly);
+  return launch_status("key_inner_product");
 }
 
 ffi::Error KeyProductModDownCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
@@ -353,7 +356,14 @@ ffi::Error KeyProductModDownCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> 
                                      ffi::Span<const int32_t> key_poly, int64_t key_part,
                                      ffi::Span<const int64_t> moduli,
                                      ffi::Span<const int64_t> scale) {
-  return key_product_cuda(stream, x, key, &sub, convs, out, source, key_poly, key_part, moduli, scale);
+  KeyProductCall c;
+  if (auto e = decode_key_product_args(x, key, &sub, convs, out->dimensions(), source, key_poly,
+                                       key_part, moduli, scale, &c);
+      e.failure())
+    return e;
+  launch_key_product(stream, c, x.typed_data(), key.typed_data(), sub.typed_data(),
+                     out->typed_data(), source, key_poly);
+  return launch_status("key_inner_product_mod_down");
 }
 
 // The transform's two phases from src into o (then in place) over every entry of o (2 per
@@ -376,13 +386,6 @@ void two_phases(bool inverse, bool lazy, const uint32_t* src, uint32_t* o, const
   }
 }
 
-ffi::Error launch_status(const char* what) {
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess)
-    return ffi::Error::Internal(std::string(what) + " launch failed: " + cudaGetErrorString(err));
-  return ffi::Error::Success();
-}
-
 // Where the transform and the key product are one kernel: one ciphertext (the fused kernel
 // reads each key polynomial once per ciphertext, the key product kernel once per launch: H100,
 // (48, 12, 4) key switch at batch 8, 659 us fused against 185 + 317 us apart) and K2 = 8.
@@ -399,31 +402,24 @@ ffi::Error KeyProductModDownNttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U3
                                         ffi::Span<const int32_t> key_poly, int64_t key_part,
                                         ffi::Span<const int64_t> moduli,
                                         ffi::Span<const int64_t> scale, bool lazy) {
-  KeyProductShape s;
-  std::vector<KeyProductRow> rows_c;
-  std::vector<const uint32_t*> conv_ptr;
-  PolyShape ps;
-  int64_t table_rows = 0;
+  KeyProductCall c;
   if (auto e = decode_key_product_ntt_args(x, key, sub, convs, out->dimensions(), source, key_poly,
-                                           key_part, moduli, scale, rows, moduli_tab, tw, tw_shoup,
-                                           &s, &rows_c, &conv_ptr, &ps, &table_rows);
+                                           key_part, moduli, scale, rows, moduli_tab, tw, tw_shoup, &c);
       e.failure())
     return e;
-  if (s.batch == 0 || s.rows == 0) return ffi::Error::Success();
+  if (c.s.batch == 0 || c.s.rows == 0) return ffi::Error::Success();
   ntt_cuda::Tables t{rows.typed_data(), moduli_tab.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-                     nullptr, nullptr, static_cast<int>(ps.limbs), ps.log_n, 0,
-                     static_cast<int>(ps.limbs), 0, 0};
+                     nullptr, nullptr, static_cast<int>(c.ps.limbs), c.ps.log_n, 0,
+                     static_cast<int>(c.ps.limbs), 0, 0};
   uint32_t* o = out->typed_data();
-  if (!fuse_rows(s, ps)) {  // the transform, then the ModDown key product reading it
-    two_phases(false, lazy, sub.typed_data(), o, ps, t, stream);
-    ffi::Buffer<ffi::U32> transformed = *out;
-    return key_product_cuda(stream, x, key, &transformed, convs, out, source, key_poly, key_part,
-                            moduli, scale);
+  if (!fuse_rows(c.s, c.ps)) {  // the transform, then the ModDown key product reading it
+    two_phases(false, lazy, sub.typed_data(), o, c.ps, t, stream);
+    launch_key_product(stream, c, x.typed_data(), key.typed_data(), o, o, source, key_poly);
+  } else {
+    ntt_cuda::launch_ntt_phase(false, true, 2, lazy, sub.typed_data(), o, c.ps.limbs, t, stream);
+    launch_key_product_rows(false, lazy, x.typed_data(), key.typed_data(), o, t, c, source,
+                            key_poly, stream);
   }
-  ntt_cuda::launch_ntt_phase(false, true, 2, lazy, sub.typed_data(), o, ps.limbs, t, stream);
-  const KeyProductData a{x.typed_data(), key.typed_data(), 0, s.key_part, static_cast<int>(s.lx),
-                         s.x_batched, static_cast<int>(s.digits), ps.log_n};
-  launch_key_product_rows(false, lazy, o, t, a, s, rows_c, conv_ptr, source, key_poly, stream);
   return launch_status("key_inner_product_mod_down_ntt");
 }
 
@@ -435,34 +431,25 @@ ffi::Error KeyProductInttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                                   ffi::ResultBuffer<ffi::U32> out, ffi::Span<const int32_t> source,
                                   ffi::Span<const int32_t> key_poly, int64_t key_part,
                                   ffi::Span<const int64_t> moduli, bool lazy) {
-  KeyProductShape s;
-  std::vector<KeyProductRow> rows_c;
-  std::vector<const uint32_t*> conv_ptr;
-  PolyShape ps;
-  int64_t table_rows = 0;
+  KeyProductCall c;
   if (auto e = decode_key_product_intt_args(x, key, convs, out->dimensions(), source, key_poly,
                                             key_part, moduli, rows, moduli_tab, itw, itw_shoup,
-                                            n_inv, n_inv_shoup, &s, &rows_c, &conv_ptr, &ps,
-                                            &table_rows);
+                                            n_inv, n_inv_shoup, &c);
       e.failure())
     return e;
-  if (s.batch == 0 || s.rows == 0) return ffi::Error::Success();
+  if (c.s.batch == 0 || c.s.rows == 0) return ffi::Error::Success();
   ntt_cuda::Tables t{rows.typed_data(), moduli_tab.typed_data(), itw.typed_data(),
                      itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(),
-                     static_cast<int>(ps.limbs), ps.log_n, 0, static_cast<int>(ps.limbs), 0, 0};
+                     static_cast<int>(c.ps.limbs), c.ps.log_n, 0, static_cast<int>(c.ps.limbs), 0, 0};
   uint32_t* o = out->typed_data();
-  if (!fuse_rows(s, ps)) {  // the key product, then the transform in place
-    if (auto e = key_product_cuda(stream, x, key, nullptr, convs, out, source, key_poly, key_part,
-                                  moduli, {});
-        e.failure())
-      return e;
-    two_phases(true, lazy, o, o, ps, t, stream);
-    return launch_status("key_inner_product_intt");
+  if (!fuse_rows(c.s, c.ps)) {  // the key product, then the transform in place
+    launch_key_product(stream, c, x.typed_data(), key.typed_data(), nullptr, o, source, key_poly);
+    two_phases(true, lazy, o, o, c.ps, t, stream);
+  } else {
+    launch_key_product_rows(true, lazy, x.typed_data(), key.typed_data(), o, t, c, source,
+                            key_poly, stream);
+    ntt_cuda::launch_ntt_phase(true, true, 2, lazy, o, o, c.ps.limbs, t, stream);
   }
-  const KeyProductData a{x.typed_data(), key.typed_data(), 0, s.key_part, static_cast<int>(s.lx),
-                         s.x_batched, static_cast<int>(s.digits), ps.log_n};
-  launch_key_product_rows(true, lazy, o, t, a, s, rows_c, conv_ptr, source, key_poly, stream);
-  ntt_cuda::launch_ntt_phase(true, true, 2, lazy, o, o, ps.limbs, t, stream);
   return launch_status("key_inner_product_intt");
 }
 

@@ -592,20 +592,23 @@ ffi::Error NttForwardLiftCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::S32> x,
 
 namespace ntt_cuda {
 
+namespace {
+template <bool INVERSE, bool LAZY>
+void launch_ntt_phase_p(bool columns, int k, int p, const uint32_t* src, uint32_t* dst,
+                        int64_t groups, const Tables& t, cudaStream_t stream) {
+  auto launch = p == 4 ? launch_phase<4, INVERSE, LAZY>
+              : p == 2 ? launch_phase<2, INVERSE, LAZY>
+                       : launch_phase<1, INVERSE, LAZY>;
+  launch(columns, k, src, dst, groups, t, stream);
+}
+}  // namespace
+
 void launch_ntt_phase(bool inverse, bool columns, int p, bool lazy, const uint32_t* src,
                       uint32_t* dst, int64_t groups, const Tables& t, cudaStream_t stream) {
   const int k = columns ? t.log_n / 2 : t.log_n - t.log_n / 2;
-  auto run = [&](auto launch) { launch(columns, k, src, dst, groups, t, stream); };
-  auto by_p = [&](auto fwd1, auto fwd2, auto fwd4) {
-    if (p == 4) run(fwd4); else if (p == 2) run(fwd2); else run(fwd1);
-  };
-  if (inverse) {
-    if (lazy) by_p(launch_phase<1, true, true>, launch_phase<2, true, true>, launch_phase<4, true, true>);
-    else by_p(launch_phase<1, true, false>, launch_phase<2, true, false>, launch_phase<4, true, false>);
-  } else {
-    if (lazy) by_p(launch_phase<1, false, true>, launch_phase<2, false, true>, launch_phase<4, false, true>);
-    else by_p(launch_phase<1, false, false>, launch_phase<2, false, false>, launch_phase<4, false, false>);
-  }
+  auto launch = inverse ? (lazy ? launch_ntt_phase_p<true, true> : launch_ntt_phase_p<true, false>)
+                        : (lazy ? launch_ntt_phase_p<false, true> : launch_ntt_phase_p<false, false>);
+  launch(columns, k, p, src, dst, groups, t, stream);
 }
 
 }  // namespace ntt_cuda
