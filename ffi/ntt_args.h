@@ -43,6 +43,15 @@ inline ffi::Error check_ntt_lift_args(ffi::AnyBuffer::Dimensions x_dims,
   return check_ntt_args(*s, y_dims, y_dims, rows, moduli, tw, tw_shoup, table_rows);
 }
 
+// The forward NTT's row_groups attribute: int32[G * kRowGroupSize], empty, or a partition of the
+// limbs [0, L) into groups of up to kRowGroupSize limbs that use the same table row, each group
+// listing its limbs first and padded with -1. A schedule, not semantics: the CUDA kernels run a
+// group's limbs together so that each twiddle they load serves all of them (where the rows of a
+// call repeat, as in ModUp's stacked conversions); the result does not depend on it. With `rows`
+// in host memory (the CPU handler) this also checks that a group's limbs share their row.
+constexpr int kRowGroupSize = 4;
+ffi::Error check_row_groups(ffi::Span<const int32_t> groups, int64_t limbs, const int32_t* rows);
+
 // ntt_cpu.cc: every row index within the tables' `table_rows` rows.
 ffi::Error check_rows(const int32_t* rows, int64_t limbs, int64_t table_rows);
 

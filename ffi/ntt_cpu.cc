@@ -7,6 +7,8 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "common.h"
 #include "modarith.h"
@@ -51,6 +53,35 @@ ffi::Error check_rows(const int32_t* rows, int64_t limbs, int64_t table_rows) {
   return ffi::Error::Success();
 }
 
+ffi::Error check_row_groups(ffi::Span<const int32_t> groups, int64_t limbs, const int32_t* rows) {
+  const int64_t size = static_cast<int64_t>(groups.size());
+  if (size == 0) return ffi::Error::Success();
+  if (size % kRowGroupSize != 0)
+    return ffi::Error::InvalidArgument("ntt: row_groups must hold groups of " +
+                                       std::to_string(kRowGroupSize) + " limb indices");
+  std::vector<char> seen(static_cast<size_t>(limbs), 0);
+  for (int64_t g = 0; g < size; g += kRowGroupSize) {
+    for (int p = 0; p < kRowGroupSize; ++p) {
+      const int32_t l = groups[g + p];
+      if (l < 0) {
+        if (p == 0 || l != -1)
+          return ffi::Error::InvalidArgument("ntt: a row group must start with a limb and pad with -1");
+        continue;
+      }
+      if (p > 0 && groups[g + p - 1] < 0)
+        return ffi::Error::InvalidArgument("ntt: a row group must start with a limb and pad with -1");
+      if (l >= limbs || seen[l])
+        return ffi::Error::InvalidArgument("ntt: row_groups must list every limb exactly once");
+      seen[l] = 1;
+      if (rows != nullptr && rows[l] != rows[groups[g]])
+        return ffi::Error::InvalidArgument("ntt: the limbs of a row group must use the same row");
+    }
+  }
+  for (int64_t l = 0; l < limbs; ++l)
+    if (!seen[l]) return ffi::Error::InvalidArgument("ntt: row_groups must list every limb exactly once");
+  return ffi::Error::Success();
+}
+
 void ntt_forward_cpu(const PolyShape& s, const uint32_t* src, uint32_t* dst, const int32_t* rows,
                      const uint32_t* moduli, const uint32_t* tw, const uint32_t* tw_shoup) {
   if (dst != src) std::memcpy(dst, src, sizeof(uint32_t) * s.polys * s.n);
@@ -76,7 +107,8 @@ namespace {
 ffi::Error NttForwardCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows,
                              ffi::Buffer<ffi::U32> moduli, ffi::Buffer<ffi::U32> tw,
                              ffi::Buffer<ffi::U32> tw_shoup, ffi::ResultBuffer<ffi::U32> y,
-                             bool /*lazy: a GPU scheduling hint; results are identical*/) {
+                             bool /*lazy: a GPU scheduling hint; results are identical*/,
+                             ffi::Span<const int32_t> row_groups /*likewise; checked*/) {
   PolyShape s;
   if (auto e = decode_poly_shape(x.dimensions(), "ntt input", &s); e.failure()) return e;
   int64_t table_rows = 0;
@@ -86,6 +118,7 @@ ffi::Error NttForwardCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows
       e.failure())
     return e;
   if (auto e = check_rows(rows.typed_data(), s.limbs, table_rows); e.failure()) return e;
+  if (auto e = check_row_groups(row_groups, s.limbs, rows.typed_data()); e.failure()) return e;
   ntt_forward_cpu(s, x.typed_data(), y->typed_data(), rows.typed_data(), moduli.typed_data(),
                   tw.typed_data(), tw_shoup.typed_data());
   return ffi::Error::Success();
@@ -173,7 +206,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardCpu, NttForwardCpuImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()  // twiddles
                                   .Arg<ffi::Buffer<ffi::U32>>()  // twiddles (Shoup)
                                   .Ret<ffi::Buffer<ffi::U32>>()
-                                  .Attr<bool>("lazy"));
+                                  .Attr<bool>("lazy")
+                                  .Attr<ffi::Span<const int32_t>>("row_groups"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(NttInverseCpu, NttInverseCpuImpl,
                               ffi::Ffi::Bind()

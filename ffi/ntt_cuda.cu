@@ -23,7 +23,9 @@
 // Batches: a thread runs the same positions of P polynomials that share one prime (the same
 // limb of P consecutive batch entries), so each twiddle it loads and each index it computes
 // serves P butterflies, and the P independent chains give the scheduler instruction-level
-// parallelism. P is 4, 2 or 1 (the largest that divides the batch).
+// parallelism. P is 4, 2 or 1 (the largest that divides the batch). Where the batch gives
+// P < 4 but the limbs' rows repeat, the forward rows phase can instead group limbs that share a
+// row (row_groups; ntt_rows_gathered_kernel).
 //
 // Memory traffic: the two phases move every byte through HBM twice unless the phase-1 output
 // is still in L2 when phase 2 reads it. Three ways around it, by size:
@@ -39,6 +41,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <type_traits>
 
 #include "cuda_device.cuh"
 #include "ntt_args.h"
@@ -68,6 +71,30 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads, MINB)
   allow_dependents();
   wait_for_producer();
   rows_tile<K2, P, INVERSE, LAZY, false>(src, dst, t, blockIdx.x, blockIdx.y, smem);
+}
+
+// The forward rows phase over gathered row groups (RowGroups): each block transforms the limbs
+// of one group, which share a prime, so each twiddle it loads and each index it computes serves
+// all of them, as in a P = 4 launch. One code path per group size (block-uniform branch).
+template <int K2, bool LAZY>
+__global__ void __launch_bounds__(RowsGeometry<K2>::threads, 2)
+    ntt_rows_gathered_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
+                             Tables t, RowGroups g) {
+  __shared__ uint32_t smem[RowsGeometry<K2>::template smem_words<kRowGroupSize>];
+  allow_dependents();
+  wait_for_producer();
+  const int64_t entry = blockIdx.y / static_cast<unsigned>(g.count);
+  const int gi = static_cast<int>(blockIdx.y % static_cast<unsigned>(g.count));
+  auto run = [&](auto size) {
+    constexpr int P = decltype(size)::value;
+    rows_tile_of<K2, P, false, LAZY, false>(src, dst, t, blockIdx.x,
+                                            GatheredMembers<P>::at(t, g, entry, gi), smem);
+  };
+  static_assert(kRowGroupSize == 4, "one branch per group size below");
+  if (g.limb[gi][3] >= 0) run(std::integral_constant<int, 4>{});
+  else if (g.limb[gi][2] >= 0) run(std::integral_constant<int, 3>{});
+  else if (g.limb[gi][1] >= 0) run(std::integral_constant<int, 2>{});
+  else run(std::integral_constant<int, 1>{});
 }
 
 // Whole transform in one block, for N <= 2^kMaxWholeLog (the PIR ring, N = 4096, and the small
@@ -461,9 +488,42 @@ void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
   }
 }
 
+// Gathered row groups for the forward rows phase (JAX_FHE_NTT_ROW_GROUPS=0 turns them off).
+bool row_groups_enabled() {
+  static const bool v = tuning_int("JAX_FHE_NTT_ROW_GROUPS", 1) != 0;
+  return v;
+}
+
+// The forward transform with its rows phase over row groups: the columns phase as run_ntt_p
+// launches it (P by the batch), then one block per (tile, batch entry, group). Where a batch
+// already gives P = 4 the groups add nothing; false where they do not apply (the caller runs the
+// plain path): other sizes than N = 2^16, the opt-in streamed and chunked launches.
+template <bool LAZY>
+bool run_ntt_gathered(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
+                      Tables t, const RowGroups& g, int max_p) {
+  constexpr int K1 = 8, K2 = 8;
+  const int64_t batch = s.polys / s.limbs;
+  if (s.log_n != K1 + K2 || !row_groups_enabled() || stream_enabled() || chunk_polys(s.n) < s.polys ||
+      (max_p >= 4 && batch % 4 == 0) || batch * g.count > 65535)
+    return false;
+  using G = RowsGeometry<K2>;
+  t.limb0 = 0;
+  t.limb_count = static_cast<int>(s.limbs);
+  t.batch0 = 0;
+  if (max_p >= 2 && batch % 2 == 0)
+    launch_phase<2, false, LAZY>(true, K1, src, dst, batch / 2 * s.limbs, t, stream);
+  else
+    launch_phase<1, false, LAZY>(true, K1, src, dst, batch * s.limbs, t, stream);
+  const dim3 grid((1 << K1) / G::rows_per_block, static_cast<unsigned>(batch * g.count));
+  launch_kernel(true, ntt_rows_gathered_kernel<K2, LAZY>, grid, dim3(G::threads), 0, stream, dst,
+                dst, t, g);
+  return true;
+}
+
+// row_groups: the forward transform's gathered row groups, or null.
 template <bool INVERSE, bool LAZY>
 ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
-                   Tables t) {
+                   Tables t, const RowGroups* row_groups = nullptr) {
   const ClusterRun cl = run_ntt_cluster(stream, s, src, dst, t, INVERSE, LAZY);
   if (cl == ClusterRun::kFailed)
     return ffi::Error::Internal("ntt: a cluster launch was refused after earlier chunks ran");
@@ -482,7 +542,9 @@ ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
   const int max_p = s.log_n <= kMaxWholeLog && whole_enabled()
                         ? std::min(env_max_p, whole_max_p(s.log_n, INVERSE))
                         : env_max_p;
-  if (max_p >= 4 && batch % 4 == 0)
+  if (!INVERSE && row_groups != nullptr && run_ntt_gathered<LAZY>(stream, s, src, dst, t, *row_groups, max_p)) {
+    // rows phase over row groups: done
+  } else if (max_p >= 4 && batch % 4 == 0)
     run_ntt_p<4, INVERSE, LAZY>(stream, s, src, dst, t);
   else if (max_p >= 2 && batch % 2 == 0)
     run_ntt_p<2, INVERSE, LAZY>(stream, s, src, dst, t);
@@ -497,7 +559,8 @@ ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
 ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                               ffi::Buffer<ffi::S32> rows, ffi::Buffer<ffi::U32> moduli,
                               ffi::Buffer<ffi::U32> tw, ffi::Buffer<ffi::U32> tw_shoup,
-                              ffi::ResultBuffer<ffi::U32> y, bool lazy) {
+                              ffi::ResultBuffer<ffi::U32> y, bool lazy,
+                              ffi::Span<const int32_t> row_groups) {
   PolyShape s;
   if (auto e = decode_poly_shape(x.dimensions(), "ntt input", &s); e.failure()) return e;
   int64_t table_rows = 0;
@@ -506,11 +569,23 @@ ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                               &table_rows);
       e.failure())
     return e;
+  // the members' shared row is the caller's contract here (the rows are in device memory; the
+  // CPU handler checks it)
+  if (auto e = check_row_groups(row_groups, s.limbs, nullptr); e.failure()) return e;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
            nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0, 0};
-  return lazy ? run_ntt<false, true>(stream, s, x.typed_data(), y->typed_data(), t)
-              : run_ntt<false, false>(stream, s, x.typed_data(), y->typed_data(), t);
+  const int64_t group_count = static_cast<int64_t>(row_groups.size()) / kRowGroupSize;
+  RowGroups g;
+  const RowGroups* gp = nullptr;
+  if (group_count > 0 && group_count <= kMaxRowGroups) {
+    g.count = static_cast<int>(group_count);
+    for (int64_t i = 0; i < group_count * kRowGroupSize; ++i)
+      g.limb[i / kRowGroupSize][i % kRowGroupSize] = static_cast<int16_t>(row_groups[i]);
+    gp = &g;
+  }
+  return lazy ? run_ntt<false, true>(stream, s, x.typed_data(), y->typed_data(), t, gp)
+              : run_ntt<false, false>(stream, s, x.typed_data(), y->typed_data(), t, gp);
 }
 
 ffi::Error NttInverseCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
@@ -634,7 +709,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardCuda, NttForwardCudaImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Ret<ffi::Buffer<ffi::U32>>()
-                                  .Attr<bool>("lazy"),
+                                  .Attr<bool>("lazy")
+                                  .Attr<ffi::Span<const int32_t>>("row_groups"),
                               {ffi::Traits::kCmdBufferCompatible});
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(NttInverseCuda, NttInverseCudaImpl,

@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "modarith.h"
+#include "ntt_args.h"
 
 namespace jax_fhe {
 namespace ntt_cuda {
@@ -346,25 +347,68 @@ struct GlobalLoad {
   }
 };
 
-template <int K2, int P, bool INVERSE, bool LAZY, bool COHERENT, typename Out = PlainStore,
-          typename In = GlobalLoad<COHERENT>>
-__device__ __forceinline__ void rows_tile(const uint32_t* src, uint32_t* dst,  // may alias
-                                          const Tables& t, int tile, unsigned group,
-                                          uint32_t* smem, Out out = {}, In in = {}) {
+// The P polynomials a rows tile transforms, which share one prime: P consecutive batch entries
+// of one limb (every plain launch: a group is blockIdx.y as Tables lays it out), or a gathered
+// group of limbs that use the same table row (RowGroups below). offset(p) is member p's distance
+// in words from member 0.
+struct UniformMembers {
+  int64_t poly;    // member 0's polynomial index
+  int limb;        // its limb (selects the table row)
+  int64_t stride;  // words between members
+  template <int P>
+  __device__ __forceinline__ static UniformMembers at(const Tables& t, unsigned group) {
+    return {t.poly0<P>(group), t.limb(group), static_cast<int64_t>(t.limbs) << t.log_n};
+  }
+  __device__ __forceinline__ int64_t offset(int p) const { return p * stride; }
+};
+
+// Limbs of one batch entry that use the same table row, in groups of up to kRowGroupSize (a
+// forward NTT whose rows repeat: ModUp's stacked conversions, where each prime recurs once per
+// digit that lacks it). Passed by value as a kernel parameter; limb[g][p] < 0 pads a group of
+// fewer limbs. The handler builds it from the row_groups attribute (ntt_args.h: kRowGroupSize).
+constexpr int kMaxRowGroups = 256;  // 2 KB of kernel parameters
+struct RowGroups {
+  int count;
+  int16_t limb[kMaxRowGroups][kRowGroupSize];
+};
+
+// The first P limbs of group gi of batch entry `entry` (the tile runs exactly the group's limbs:
+// the rows phase is issue-bound, so a padded member would cost as much as a real one).
+template <int P>
+struct GatheredMembers {
+  int64_t poly;
+  int limb;
+  int64_t off[P];
+  __device__ __forceinline__ static GatheredMembers at(const Tables& t, const RowGroups& g,
+                                                       int64_t entry, int gi) {
+    GatheredMembers m;
+    m.limb = g.limb[gi][0];
+    m.poly = entry * t.limbs + m.limb;
+#pragma unroll
+    for (int p = 0; p < P; ++p) m.off[p] = static_cast<int64_t>(g.limb[gi][p] - m.limb) << t.log_n;
+    return m;
+  }
+  __device__ __forceinline__ int64_t offset(int p) const { return off[p]; }
+};
+
+// The rows tile of the polynomials `m` (UniformMembers or GatheredMembers<P>).
+template <int K2, int P, bool INVERSE, bool LAZY, bool COHERENT, typename Members,
+          typename Out = PlainStore, typename In = GlobalLoad<COHERENT>>
+__device__ __forceinline__ void rows_tile_of(const uint32_t* src, uint32_t* dst,  // may alias
+                                             const Tables& t, int tile, const Members& m,
+                                             uint32_t* smem, Out out = {}, In in = {}) {
   using G = RowsGeometry<K2>;
   const int n1 = (1 << t.log_n) >> K2;
-  const int64_t poly = t.poly0<P>(group);
-  const int row_tab = t.rows[t.limb(group)];
+  const int row_tab = t.rows[m.limb];
   const uint32_t q = t.moduli[row_tab];
   const int64_t N = int64_t{1} << t.log_n;
-  const int64_t stride = t.limbs * N;
   const uint32_t* tw = t.tw + row_tab * N;
   const uint32_t* tws = t.tw_shoup + row_tab * N;
   const int r = threadIdx.x / G::threads_per_row;
   const int tt = threadIdx.x % G::threads_per_row;
   const int mrow = tile * G::rows_per_block + r;  // matrix row within the polynomial
   const int64_t row_pos = static_cast<int64_t>(mrow) * G::n2;
-  const int64_t base = poly * N + row_pos;
+  const int64_t base = m.poly * N + row_pos;
   const uint32_t* s = src + base;
   uint32_t* d = dst + base;
   uint32_t* sm = smem + r * G::padded;
@@ -385,18 +429,28 @@ __device__ __forceinline__ void rows_tile(const uint32_t* src, uint32_t* dst,  /
   in.prepare([&](int i) { return position(first, i); });
   run_rounds<3, K2, P, INVERSE, LAZY, true>(
       tt, static_cast<uint32_t>(n1 + mrow), tw, tws, q, sm,
-      [&](int p, int u, int i) { return in.load1(p, i, s + p * stride + u); },
+      [&](int p, int u, int i) { return in.load1(p, i, s + m.offset(p) + u); },
       [&](int p, int u, uint32_t v, int i) {
         const uint32_t w[1] = {finish(v)};
-        out(p, i, row_pos + u, d + p * stride + u, w);
+        out(p, i, row_pos + u, d + m.offset(p) + u, w);
       },
       [](int p, int u) { return p * kPolySlots + u + (u >> 5); },
-      [&](int p, int u, int i) { return in.load4(p, i, s + p * stride + u); },
+      [&](int p, int u, int i) { return in.load4(p, i, s + m.offset(p) + u); },
       [&](int p, int u, uint4 v, int i) {
         const uint32_t w[4] = {finish(v.x), finish(v.y), finish(v.z), finish(v.w)};
-        out(p, i, row_pos + u, d + p * stride + u, w);
+        out(p, i, row_pos + u, d + m.offset(p) + u, w);
       },
       [&] { out.prepare([&](int i) { return position(last, i); }); });
+}
+
+// The rows tile of polynomial group `group` as Tables lays the groups out.
+template <int K2, int P, bool INVERSE, bool LAZY, bool COHERENT, typename Out = PlainStore,
+          typename In = GlobalLoad<COHERENT>>
+__device__ __forceinline__ void rows_tile(const uint32_t* src, uint32_t* dst,  // may alias
+                                          const Tables& t, int tile, unsigned group,
+                                          uint32_t* smem, Out out = {}, In in = {}) {
+  rows_tile_of<K2, P, INVERSE, LAZY, COHERENT>(src, dst, t, tile, UniformMembers::at<P>(t, group),
+                                               smem, out, in);
 }
 
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from jax_fhe import ops, rns
+from jax_fhe.ops.ntt import ROW_GROUP_SIZE, row_groups
 
 import reference as ref
 from conftest import random_residues
@@ -130,6 +131,63 @@ def test_rows_select_table_primes(device, put, rng):
     np.testing.assert_array_equal(np.asarray(ops.intt(x, ctx, rows=rows)), np.asarray(ops.intt(x, sub)))
 
 
+def test_row_groups_partition_repeated_rows():
+    rows = (2, 0, 2, 1, 2, 0, 2, 2)
+    groups = row_groups(rows).reshape(-1, ROW_GROUP_SIZE).tolist()
+    # every limb once, grouped by row (at most four per group, padded with -1)
+    assert groups == [[0, 2, 4, 6], [7, -1, -1, -1], [1, 5, -1, -1], [3, -1, -1, -1]]
+    assert row_groups((0, 1, 2)).size == 0      # no repeats: no groups
+    assert row_groups((0, 0, 1, 2, 3)).size == 0  # fewer than two limbs per group on average
+
+
+# Repeated rows take the gathered rows phase on the GPU at N = 2^16 where the batch does not give
+# P = 4 (batch 1, 2, 3); each limb must equal its transform on its own (one limb, plain path).
+@pytest.mark.parametrize("log_n, batch", [(11, 1), (16, 1), (16, 2), (16, 3), (16, 4)])
+def test_repeated_rows_equal_each_limb_alone(log_n, batch, device, put, rng):
+    n = 1 << log_n
+    ps = rns.ntt_primes(30, 2, n) + rns.ntt_primes(31, 2, n)
+    ctx = put(rns.make_context(ps, n))
+    # ModUp-like: each row three or four times, interleaved, plus a row in a group of its own
+    rows = (0, 1, 2, 3, 1, 0, 3, 2, 0, 2, 1, 3, 3, 1)
+    assert row_groups(rows).size > 0
+    x = random_residues(rng, [ps[r] for r in rows], n, batch=(batch,))
+    x[0, 0, :4] = 0
+    x[-1, 1, :4] = [ps[rows[1]] - 1, 1, 0, ps[rows[1]] - 1]
+    y = np.asarray(jax.jit(lambda v: ops.ntt(v, ctx, rows))(put(jnp.asarray(x))))
+    for l, r in enumerate(rows):
+        alone = np.asarray(ops.ntt(put(jnp.asarray(x[:, l:l + 1])), ctx, (r,)))[:, 0]
+        np.testing.assert_array_equal(y[:, l], alone, err_msg=f"limb {l} (row {r})")
+    # and the vmapped call (a leading batch axis) equals the batched one
+    vm = np.asarray(jax.vmap(lambda v: ops.ntt(v, ctx, rows))(put(jnp.asarray(x))))
+    np.testing.assert_array_equal(vm, y)
+
+
+def test_handler_rejects_bad_row_groups(device, put):
+    n = 1024
+    ps = rns.ntt_primes(30, 2, n)
+    ctx = put(rns.make_context(ps, n))
+    x = put(jnp.zeros((3, n), jnp.uint32))
+    call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype))
+    rows = np.array([0, 1, 0], np.int32)
+
+    def run(groups):
+        jax.block_until_ready(call(x, rows, ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=True,
+                                   row_groups=np.asarray(groups, np.int32)))
+
+    run([0, 2, -1, -1, 1, -1, -1, -1])  # valid
+    for groups, msg in [([0, 2, -1], "groups of 4"),
+                        ([0, 2, -1, -1], "every limb exactly once"),            # limb 1 missing
+                        ([0, 2, 0, -1, 1, -1, -1, -1], "every limb exactly once"),
+                        ([0, 2, -1, -1, 1, 3, -1, -1], "every limb exactly once"),  # out of range
+                        ([0, -1, 2, -1, 1, -1, -1, -1], "pad with -1"),
+                        ([-1, 0, 2, -1, 1, -1, -1, -1], "pad with -1")]:
+        with pytest.raises(jax.errors.JaxRuntimeError, match=msg):
+            run(groups)
+    if device.platform == "cpu":  # only the CPU handler can read the rows (host memory)
+        with pytest.raises(jax.errors.JaxRuntimeError, match="same row"):
+            run([0, 1, -1, -1, 2, -1, -1, -1])
+
+
 def test_jit_equals_eager_and_vmap_equals_loop(device, put, rng):
     n = 4096
     ps = rns.ntt_primes(31, 3, n)
@@ -189,11 +247,13 @@ def test_handler_rejects_mismatched_tables_directly():
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype))
     with pytest.raises(Exception, match="twiddles"):  # awaited: GPU errors surface there
         jax.block_until_ready(
-            call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi[:, : n // 2], ctx.psi_shoup, lazy=True))
+            call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi[:, : n // 2], ctx.psi_shoup, lazy=True,
+                 row_groups=np.zeros(0, np.int32)))
     cpu = jax.devices("cpu")[0]  # only the CPU handler can read the row indices (host memory)
     with pytest.raises(Exception, match="row index out of range"):
         jax.block_until_ready(call(jax.device_put(x, cpu), np.array([0, 5], np.int32),
-                                   *jax.device_put((ctx.moduli, ctx.psi, ctx.psi_shoup), cpu), lazy=True))
+                                   *jax.device_put((ctx.moduli, ctx.psi, ctx.psi_shoup), cpu), lazy=True,
+                                   row_groups=np.zeros(0, np.int32)))
 
 
 @pytest.mark.parametrize("log_n, batch", [(10, 3), (12, 1), (12, 2), (12, 4), (13, 2), (16, 4)])

@@ -6,6 +6,7 @@ exactly. Every limb uses its own prime; all limbs and batch entries run in one l
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import jax
@@ -18,8 +19,33 @@ from ._checks import as_context, as_poly, check_ring_degree, rows_array
 LAZY_PRIME_BOUND = 1 << 30
 
 
+# Limbs per row group (ffi/ntt_args.h: kRowGroupSize).
+ROW_GROUP_SIZE = 4
+
+
 def _lazy(ctx, rows) -> bool:
     return all(ctx.primes[r] < LAZY_PRIME_BOUND for r in rows)
+
+
+@functools.lru_cache(maxsize=256)
+def row_groups(rows: tuple[int, ...]) -> np.ndarray:
+    """The forward NTT's ``row_groups`` attribute for limbs using table ``rows``: the limbs of each
+    row in groups of up to ROW_GROUP_SIZE, padded with -1, flattened to int32[G * ROW_GROUP_SIZE];
+    empty where the groups would hold fewer than two limbs on average (rows that seldom repeat).
+    A schedule only: the GPU transforms a group's limbs together, loading each twiddle once for
+    all of them (ModUp's stacked conversions repeat every prime three or four times), and the
+    result does not depend on it."""
+    by_row: dict[int, list[int]] = {}
+    for limb, r in enumerate(rows):
+        by_row.setdefault(r, []).append(limb)
+    groups = [limbs[i:i + ROW_GROUP_SIZE] for limbs in by_row.values()
+              for i in range(0, len(limbs), ROW_GROUP_SIZE)]
+    if len(rows) < 2 * len(groups):
+        return np.zeros((0,), np.int32)
+    flat = [l for g in groups for l in g + [-1] * (ROW_GROUP_SIZE - len(g))]
+    out = np.asarray(flat, np.int32)
+    out.setflags(write=False)  # cached: shared by every call with these rows
+    return out
 
 
 def ntt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
@@ -30,7 +56,8 @@ def ntt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     rows = ctx.rows_for(x.shape[-2], rows)
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype),
                             vmap_method="expand_dims")
-    return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=_lazy(ctx, rows))
+    return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=_lazy(ctx, rows),
+                row_groups=row_groups(rows))
 
 
 def ntt_lift(x, ctx, limbs: int | None = None, rows: Sequence[int] | None = None) -> jax.Array:
