@@ -162,6 +162,15 @@ def test_repeated_rows_equal_each_limb_alone(log_n, batch, device, put, rng):
     np.testing.assert_array_equal(vm, y)
 
 
+def test_default_rows_compile_to_a_constant_not_an_iota():
+    """Rows 0..L-1 travel as a constant: XLA rewrites a rank-1 increasing constant into an iota
+    instruction, which on the GPU is one more kernel launch before the transform."""
+    n = 1024
+    ctx = rns.make_context(rns.ntt_primes(30, 4, n), n)
+    hlo = jax.jit(lambda v: ops.intt(ops.ntt(v, ctx), ctx)).lower(jnp.zeros((4, n), jnp.uint32)).compile().as_text()
+    assert not any(" iota(" in line for line in hlo.splitlines())
+
+
 def test_handler_rejects_bad_row_groups(device, put):
     n = 1024
     ps = rns.ntt_primes(30, 2, n)

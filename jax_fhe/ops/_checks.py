@@ -31,7 +31,10 @@ def as_context(ctx, what: str) -> RNSContext:
 
 
 def rows_array(rows) -> np.ndarray:
-    return np.asarray(rows, dtype=np.int32)
+    """The kernels' ``rows`` operand: int32[1, L]. The handlers accept any leading axes of size
+    1, and the extra axis keeps XLA from rewriting rows 0..L-1 into an iota instruction, which
+    the GPU would run as a kernel of its own before every transform that takes it."""
+    return np.asarray(rows, dtype=np.int32).reshape(1, -1)
 
 
 def take_static(x, positions, axis: int, max_runs: int = 8) -> jax.Array:
