@@ -40,6 +40,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <type_traits>
 
@@ -578,7 +579,7 @@ ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
   const int64_t group_count = static_cast<int64_t>(row_groups.size()) / kRowGroupSize;
   RowGroups g;
   const RowGroups* gp = nullptr;
-  if (group_count > 0 && group_count <= kMaxRowGroups) {
+  if (group_count > 0 && group_count <= kMaxRowGroups && s.limbs <= INT16_MAX) {
     g.count = static_cast<int>(group_count);
     for (int64_t i = 0; i < group_count * kRowGroupSize; ++i)
       g.limb[i / kRowGroupSize][i % kRowGroupSize] = static_cast<int16_t>(row_groups[i]);

@@ -366,7 +366,7 @@ struct UniformMembers {
 // forward NTT whose rows repeat: ModUp's stacked conversions, where each prime recurs once per
 // digit that lacks it). Passed by value as a kernel parameter; limb[g][p] < 0 pads a group of
 // fewer limbs. The handler builds it from the row_groups attribute (ntt_args.h: kRowGroupSize).
-constexpr int kMaxRowGroups = 256;  // 2 KB of kernel parameters
+constexpr int kMaxRowGroups = 256;  // 2 KB of kernel parameters; a call with more runs ungrouped
 struct RowGroups {
   int count;
   int16_t limb[kMaxRowGroups][kRowGroupSize];
