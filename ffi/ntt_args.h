@@ -5,7 +5,8 @@
 
 namespace jax_fhe {
 
-// x: [..., L, N]; rows: int32[L]; moduli: uint32[T]; tw, tw_shoup: uint32[T, N];
+// x: [..., L, N]; rows: int32[L] (leading axes of size 1 allowed, as for every table: Python
+// passes [1, L]); moduli: uint32[T]; tw, tw_shoup: uint32[T, N];
 // scale, scale_shoup (inverse only): uint32[T].
 inline ffi::Error check_ntt_args(const PolyShape& s, ffi::AnyBuffer::Dimensions out_dims,
                                  ffi::AnyBuffer::Dimensions x_dims,
@@ -48,7 +49,9 @@ inline ffi::Error check_ntt_lift_args(ffi::AnyBuffer::Dimensions x_dims,
 // listing its limbs first and padded with -1. A schedule, not semantics: the CUDA kernels run a
 // group's limbs together so that each twiddle they load serves all of them (where the rows of a
 // call repeat, as in ModUp's stacked conversions); the result does not depend on it. With `rows`
-// in host memory (the CPU handler) this also checks that a group's limbs share their row.
+// in host memory (the CPU handler) this also checks that a group's limbs share their row; the
+// CUDA handler cannot read them, so there a group whose limbs use different rows is the
+// caller's error and transforms every member with its first limb's prime.
 constexpr int kRowGroupSize = 4;
 ffi::Error check_row_groups(ffi::Span<const int32_t> groups, int64_t limbs, const int32_t* rows);
 

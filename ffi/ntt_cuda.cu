@@ -498,14 +498,15 @@ bool row_groups_enabled() {
 // The forward transform with its rows phase over row groups: the columns phase as run_ntt_p
 // launches it (P by the batch), then one block per (tile, batch entry, group). Where a batch
 // already gives P = 4 the groups add nothing; false where they do not apply (the caller runs the
-// plain path): other sizes than N = 2^16, the opt-in streamed and chunked launches.
+// plain path): other sizes than N = 2^16, the opt-in streamed and chunked launches, and P
+// capped below 4 (JAX_FHE_NTT_MAX_P).
 template <bool LAZY>
 bool run_ntt_gathered(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                       Tables t, const RowGroups& g, int max_p) {
   constexpr int K1 = 8, K2 = 8;
   const int64_t batch = s.polys / s.limbs;
   if (s.log_n != K1 + K2 || !row_groups_enabled() || stream_enabled() || chunk_polys(s.n) < s.polys ||
-      (max_p >= 4 && batch % 4 == 0) || batch * g.count > 65535)
+      max_p < 4 || batch % 4 == 0 || batch * g.count > 65535)
     return false;
   using G = RowsGeometry<K2>;
   t.limb0 = 0;

@@ -385,7 +385,8 @@ struct GatheredMembers {
     m.limb = g.limb[gi][0];
     m.poly = entry * t.limbs + m.limb;
 #pragma unroll
-    for (int p = 0; p < P; ++p) m.off[p] = static_cast<int64_t>(g.limb[gi][p] - m.limb) << t.log_n;
+    for (int p = 0; p < P; ++p)  // negative where a group lists its limbs out of order
+      m.off[p] = static_cast<int64_t>(g.limb[gi][p] - m.limb) * (int64_t{1} << t.log_n);
     return m;
   }
   __device__ __forceinline__ int64_t offset(int p) const { return off[p]; }

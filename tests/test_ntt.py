@@ -142,14 +142,18 @@ def test_row_groups_partition_repeated_rows():
 
 # Repeated rows take the gathered rows phase on the GPU at N = 2^16 where the batch does not give
 # P = 4 (batch 1, 2, 3); each limb must equal its transform on its own (one limb, plain path).
+# 30-bit primes run the lazy kernel (as ModUp's basis rows would alone), 30+31-bit the canonical.
 @pytest.mark.parametrize("log_n, batch", [(11, 1), (16, 1), (16, 2), (16, 3), (16, 4)])
-def test_repeated_rows_equal_each_limb_alone(log_n, batch, device, put, rng):
+@pytest.mark.parametrize("primes", ["30bit", "30+31bit"])
+def test_repeated_rows_equal_each_limb_alone(log_n, batch, primes, device, put, rng):
     n = 1 << log_n
-    ps = rns.ntt_primes(30, 2, n) + rns.ntt_primes(31, 2, n)
+    ps = rns.ntt_primes(30, 4, n) if primes == "30bit" else rns.ntt_primes(30, 2, n) + rns.ntt_primes(31, 2, n)
     ctx = put(rns.make_context(ps, n))
-    # ModUp-like: each row three or four times, interleaved, plus a row in a group of its own
-    rows = (0, 1, 2, 3, 1, 0, 3, 2, 0, 2, 1, 3, 3, 1)
-    assert row_groups(rows).size > 0
+    # interleaved, ModUp-like: row 0 five times (groups of 4 and 1), row 1 six times (4 and 2),
+    # row 2 three times, row 3 four times: every group size's code path runs
+    rows = (0, 1, 2, 3, 1, 0, 3, 2, 0, 2, 1, 3, 3, 1, 0, 1, 0, 1)
+    sizes = sorted(int((g >= 0).sum()) for g in row_groups(rows).reshape(-1, ROW_GROUP_SIZE))
+    assert sizes == [1, 2, 3, 4, 4, 4]
     x = random_residues(rng, [ps[r] for r in rows], n, batch=(batch,))
     x[0, 0, :4] = 0
     x[-1, 1, :4] = [ps[rows[1]] - 1, 1, 0, ps[rows[1]] - 1]
@@ -184,11 +188,13 @@ def test_handler_rejects_bad_row_groups(device, put):
                                    row_groups=np.asarray(groups, np.int32)))
 
     run([0, 2, -1, -1, 1, -1, -1, -1])  # valid
+    run([2, 0, -1, -1, 1, -1, -1, -1])  # valid: a group's limbs in any order
     for groups, msg in [([0, 2, -1], "groups of 4"),
                         ([0, 2, -1, -1], "every limb exactly once"),            # limb 1 missing
                         ([0, 2, 0, -1, 1, -1, -1, -1], "every limb exactly once"),
                         ([0, 2, -1, -1, 1, 3, -1, -1], "every limb exactly once"),  # out of range
                         ([0, -1, 2, -1, 1, -1, -1, -1], "pad with -1"),
+                        ([0, 2, -2, -1, 1, -1, -1, -1], "pad with -1"),
                         ([-1, 0, 2, -1, 1, -1, -1, -1], "pad with -1")]:
         with pytest.raises(jax.errors.JaxRuntimeError, match=msg):
             run(groups)

@@ -41,9 +41,9 @@ def row_groups(rows: tuple[int, ...]) -> np.ndarray:
     groups = [limbs[i:i + ROW_GROUP_SIZE] for limbs in by_row.values()
               for i in range(0, len(limbs), ROW_GROUP_SIZE)]
     if len(rows) < 2 * len(groups):
-        return np.zeros((0,), np.int32)
-    flat = [l for g in groups for l in g + [-1] * (ROW_GROUP_SIZE - len(g))]
-    out = np.asarray(flat, np.int32)
+        out = np.zeros((0,), np.int32)
+    else:
+        out = np.asarray([l for g in groups for l in g + [-1] * (ROW_GROUP_SIZE - len(g))], np.int32)
     out.setflags(write=False)  # cached: shared by every call with these rows
     return out
 
