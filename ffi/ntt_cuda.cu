@@ -411,10 +411,13 @@ void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t gr
 // (48, 12, 4) key switch: the P = 1 columns kernel of ModUp's NTT (192 limbs) took 44.1 us with 3
 // against 50.0-50.2 with 2, its INTT's 12.0 against 13.0; at P = 1 the rows kernels gained
 // nothing (51.6 against 50.7 us). P = 2 and 4 keep 2 (batch 16 above; P = 2 untried with 3).
-int ntt_min_blocks(bool columns, int p) {
+// The gathered rows kernel (row groups) takes 3: 80 registers, no spills; H200, ModUp's 192
+// limbs: 41.7 us against 47.2 with 2 (ncu at 2: occupancy 24%, issue slots 47% busy,
+// long-scoreboard stalls first, so more warps hide more latency).
+int ntt_min_blocks(bool columns, int p, bool gathered = false) {
   static const int64_t env = tuning_int("JAX_FHE_NTT_MIN_BLOCKS", -1);
   if (env == 0 || env == 2 || env == 3) return static_cast<int>(env);
-  return columns && p == 1 ? 3 : 2;
+  return gathered || (columns && p == 1) ? 3 : 2;
 }
 
 template <int P, bool INVERSE, bool LAZY>
@@ -517,12 +520,11 @@ bool run_ntt_gathered(cudaStream_t stream, const PolyShape& s, const uint32_t* s
   else
     launch_phase<1, false, LAZY>(true, K1, src, dst, batch * s.limbs, t, stream);
   const dim3 grid((1 << K1) / G::rows_per_block, static_cast<unsigned>(batch * g.count));
-  // 3 resident blocks per SM (80 registers, no spills) by default; JAX_FHE_NTT_GATHERED_MIN_BLOCKS=2
-  // gives 96 registers. H200, ModUp's 192 limbs: 41.7 us against 47.2 (ncu at 2: occupancy 24%,
-  // issue slots 47% busy, long-scoreboard stalls first, so more warps hide more latency).
-  static const int64_t minb = tuning_int("JAX_FHE_NTT_GATHERED_MIN_BLOCKS", 3);
-  launch_kernel(true, minb == 2 ? ntt_rows_gathered_kernel<K2, LAZY, 2> : ntt_rows_gathered_kernel<K2, LAZY, 3>,
-                grid, dim3(G::threads), 0, stream, dst, dst, t, g);
+  const int minb = ntt_min_blocks(false, kRowGroupSize, true);
+  auto kernel = minb == 0   ? ntt_rows_gathered_kernel<K2, LAZY, 0>
+                : minb == 2 ? ntt_rows_gathered_kernel<K2, LAZY, 2>
+                            : ntt_rows_gathered_kernel<K2, LAZY, 3>;
+  launch_kernel(true, kernel, grid, dim3(G::threads), 0, stream, dst, dst, t, g);
   return true;
 }
 

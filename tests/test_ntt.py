@@ -137,7 +137,8 @@ def test_row_groups_partition_repeated_rows():
     # every limb once, grouped by row (at most four per group, padded with -1)
     assert groups == [[0, 2, 4, 6], [7, -1, -1, -1], [1, 5, -1, -1], [3, -1, -1, -1]]
     assert row_groups((0, 1, 2)).size == 0      # no repeats: no groups
-    assert row_groups((0, 0, 1, 2, 3)).size == 0  # fewer than two limbs per group on average
+    assert row_groups((0, 0, 1, 2, 3)).reshape(-1, ROW_GROUP_SIZE).tolist() == [
+        [0, 1, -1, -1], [2, -1, -1, -1], [3, -1, -1, -1], [4, -1, -1, -1]]
 
 
 # Repeated rows take the gathered rows phase on the GPU at N = 2^16 where the batch does not give

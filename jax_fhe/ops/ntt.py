@@ -31,7 +31,7 @@ def _lazy(ctx, rows) -> bool:
 def row_groups(rows: tuple[int, ...]) -> np.ndarray:
     """The forward NTT's ``row_groups`` attribute for limbs using table ``rows``: the limbs of each
     row in groups of up to ROW_GROUP_SIZE, padded with -1, flattened to int32[G * ROW_GROUP_SIZE];
-    empty where the groups would hold fewer than two limbs on average (rows that seldom repeat).
+    empty where no row repeats.
     A schedule only: the GPU transforms a group's limbs together, loading each twiddle once for
     all of them (ModUp's stacked conversions repeat every prime three or four times), and the
     result does not depend on it."""
@@ -40,7 +40,7 @@ def row_groups(rows: tuple[int, ...]) -> np.ndarray:
         by_row.setdefault(r, []).append(limb)
     groups = [limbs[i:i + ROW_GROUP_SIZE] for limbs in by_row.values()
               for i in range(0, len(limbs), ROW_GROUP_SIZE)]
-    if len(rows) < 2 * len(groups):
+    if len(groups) == len(rows):
         out = np.zeros((0,), np.int32)
     else:
         out = np.asarray([l for g in groups for l in g + [-1] * (ROW_GROUP_SIZE - len(g))], np.int32)
