@@ -250,7 +250,7 @@ struct StreamGeometry {
 };
 
 template <int K1, int K2, int P, bool INVERSE, bool LAZY>
-__global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::threads), 2)
+__global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::threads), 3)
     ntt_stream_kernel(const uint32_t* src, uint32_t* dst, Tables t, StreamPlan plan,
                       unsigned* state) {
   using G = StreamGeometry<K1, K2, P, INVERSE, LAZY>;
@@ -406,18 +406,22 @@ void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t gr
 // register budget (256 threads: none -> ptxas keeps 64 or fewer and interleaves the loads with
 // the butterflies, 2 -> up to 128, 3 -> 85), which trades occupancy against how many of a thread's loads are in
 // flight before the first butterfly. H100, L = 48: batch 1 forward / inverse 49.4 / 86.9 us with
-// no hint, 43.4 / 46.4 with 2, 40.2 / 45.0 with 3; batch 16: 397 / 396, 400 / 400, 405 / 408.
-// Default (unset, or any other value): 3 for the columns kernel at P = 1, 2 otherwise. H200, one
-// (48, 12, 4) key switch: the P = 1 columns kernel of ModUp's NTT (192 limbs) took 44.1 us with 3
-// against 50.0-50.2 with 2, its INTT's 12.0 against 13.0; at P = 1 the rows kernels gained
-// nothing (51.6 against 50.7 us). P = 2 and 4 keep 2 (batch 16 above; P = 2 untried with 3).
-// The gathered rows kernel (row groups) takes 3: 80 registers, no spills; H200, ModUp's 192
-// limbs: 41.7 us against 47.2 with 2 (ncu at 2: occupancy 24%, issue slots 47% busy,
-// long-scoreboard stalls first, so more warps hide more latency).
+// no hint, 43.4 / 46.4 with 2, 40.2 / 45.0 with 3; batch 16: 397 / 396, 400 / 400, 405 / 408
+// (session 6; that batch-16 run was near the H100's HBM limit for two passes).
+// Default (unset, or any other value): 3 for every kernel at P = 4, for the columns kernel at
+// P = 1 and for the gathered rows kernel; 2 otherwise. H200, L = 48, device us (session 16):
+// batch 16 (P = 4) forward 303.1 with 3 against 323.8 with 2 (303.8 with no hint), inverse 301.4
+// against 313.1; batch 4 forward 90.4 against 93.4 (93.5); batch 2 (P = 2) 52.7 against 50.4;
+// the (48, 12, 4) key switch at batch 8: 214.8 against 221.0 us of kernels per ct. P = 1: the
+// columns kernel of ModUp's NTT (192 limbs) took 44.1 us with 3 against 50.0-50.2 with 2, its
+// INTT's 12.0 against 13.0; the P = 1 rows kernels gained nothing (51.6 against 50.7 us), and 3
+// for every kernel made one key switch's kernels 307 us against 291. The gathered rows kernel:
+// 80 registers, no spills; ModUp's 192 limbs 41.7 us against 47.2 with 2 (ncu at 2: occupancy
+// 24%, issue slots 47% busy, long-scoreboard stalls first, so more warps hide more latency).
 int ntt_min_blocks(bool columns, int p, bool gathered = false) {
   static const int64_t env = tuning_int("JAX_FHE_NTT_MIN_BLOCKS", -1);
   if (env == 0 || env == 2 || env == 3) return static_cast<int>(env);
-  return gathered || (columns && p == 1) ? 3 : 2;
+  return gathered || p == 4 || (columns && p == 1) ? 3 : 2;
 }
 
 template <int P, bool INVERSE, bool LAZY>

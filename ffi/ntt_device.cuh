@@ -270,7 +270,12 @@ __device__ __forceinline__ void columns_tile(const uint32_t* src, uint32_t* dst,
                                              uint32_t* smem) {
   constexpr int n1 = 1 << K1;
   constexpr int kCols = ColsGeometry<K1, P>::kCols;
-  const int n2 = (1 << t.log_n) >> K1;
+  // K1 = floor(log N / 2) = kMaxLogN / 2 only at the largest size (kMaxLogN is even): there the
+  // row length is a compile-time constant, so each load and store of the tile is one base
+  // register plus an immediate offset (a runtime n2 cost a 64-bit IMAD.WIDE per access: 64 of
+  // the forward P = 4 kernel's 1302 instructions)
+  static_assert(kMaxLogN % 2 == 0, "K1 == kMaxLogN / 2 must imply log N == kMaxLogN");
+  const int n2 = K1 == kMaxLogN / 2 ? 1 << (kMaxLogN - K1) : (1 << t.log_n) >> K1;
   const int64_t poly = t.poly0<P>(group);
   const int row = t.rows[t.limb(group)];
   const uint32_t q = t.moduli[row];

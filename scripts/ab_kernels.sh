@@ -16,7 +16,7 @@ for r in $(seq "$rounds"); do
   for v in new base; do
     if [ "$v" = new ]; then cp "$keep" "$so"; else cp "$base" "$so"; fi
     echo "##### round $r: $v"
-    "$@"
+    AB_BUILD=$v AB_ROUND=$r "$@"  # the command can name its logs after them
   done
 done
 cp "$keep" "$so"
