@@ -392,13 +392,23 @@ void launch_rows(const uint32_t* src, uint32_t* dst, int64_t groups, const Table
                 stream, src, dst, t);
 }
 
+// Polynomials per thread of the columns phase for a launch of P: at N = 2^16 (K1 = 8) a batch
+// that gives 4 runs the columns at 2 (launch_phase splits each group in two). The tile is then
+// 16 columns wide, so each row segment a warp loads or stores is 64 bytes instead of 32, and a
+// block holds 32 KB: at 4 polynomials per thread the columns kernel kept the memory pipeline
+// 88% busy with DRAM at 52% (ncu, H200, L = 48, batch 16). H200, batch 16, device us: forward
+// columns 135.5 (2 per thread, no register hint: 32 registers, 4 blocks per SM) against 153.0,
+// inverse 147.3 (3 blocks per SM) against 167.2; the rows phase stays at 4 (149.0 and 133.0,
+// against 164.9 and 159.5 at 2). The streamed kernel keeps 4 in both phases.
+constexpr int columns_p(int k, int p) { return k == kMaxLogN / 2 && p == 4 ? 2 : p; }
+
 template <int K, int P, bool INVERSE, bool LAZY, int MINB>
 void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t groups,
                     const Tables& t, cudaStream_t stream) {
-  if (columns)
-    launch_columns<K, P, INVERSE, LAZY, MINB>(src, dst, groups, t, stream);
-  else
+  if (!columns)
     launch_rows<K, P, INVERSE, LAZY, MINB>(src, dst, groups, t, stream);
+  else if constexpr (columns_p(K, P) == P)  // otherwise launch_phase launches it at columns_p
+    launch_columns<K, P, INVERSE, LAZY, MINB>(src, dst, groups, t, stream);
 }
 
 // Minimum resident blocks per SM asked of the compiler for the N = 2^16 phases
@@ -409,7 +419,11 @@ void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t gr
 // no hint, 43.4 / 46.4 with 2, 40.2 / 45.0 with 3; batch 16: 397 / 396, 400 / 400, 405 / 408
 // (session 6; that batch-16 run was near the H100's HBM limit for two passes).
 // Default (unset, or any other value): 3 for every kernel at P = 4, for the columns kernel at
-// P = 1 and for the gathered rows kernel; 2 otherwise. H200, L = 48, device us (session 16):
+// P = 1, for the inverse columns kernel at P = 2 and for the gathered rows kernel; none for the
+// forward columns kernel at P = 2 (32 registers: 4 blocks of 512 threads per SM; H200, batch 16
+// via columns_p: 135.5 us against 157.7 with 2 and 150.1 with 3; inverse 181.2 with none, 147.3
+// with 3, 147.4 with 2; batch 2, forward 21.9 against 22.6, inverse 24.4 with 3 against 25.0);
+// 2 otherwise. H200, L = 48, device us (session 16):
 // batch 16 (P = 4) forward 303.1 with 3 against 323.8 with 2 (303.8 with no hint), inverse 301.4
 // against 313.1; batch 4 forward 90.4 against 93.4 (93.5); batch 2 (P = 2) 52.7 against 50.4;
 // the (48, 12, 4) key switch at batch 8: 214.8 against 221.0 us of kernels per ct. P = 1: the
@@ -418,21 +432,39 @@ void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t gr
 // for every kernel made one key switch's kernels 307 us against 291. The gathered rows kernel:
 // 80 registers, no spills; ModUp's 192 limbs 41.7 us against 47.2 with 2 (ncu at 2: occupancy
 // 24%, issue slots 47% busy, long-scoreboard stalls first, so more warps hide more latency).
-int ntt_min_blocks(bool columns, int p, bool gathered = false) {
+int ntt_min_blocks(bool columns, int p, bool inverse, bool gathered = false) {
   static const int64_t env = tuning_int("JAX_FHE_NTT_MIN_BLOCKS", -1);
   if (env == 0 || env == 2 || env == 3) return static_cast<int>(env);
-  return gathered || p == 4 || (columns && p == 1) ? 3 : 2;
+  if (gathered || p == 4) return 3;
+  if (columns && p == 2) return inverse ? 3 : 0;
+  return columns ? 3 : 2;
 }
 
 template <int P, bool INVERSE, bool LAZY>
 void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64_t groups,
                   const Tables& t, cudaStream_t stream) {
+  if constexpr (P == 4) {
+    if (columns && columns_p(k, P) != P) {
+      // each group of 4 batch entries as two groups of 2, in launches of at most 65535 groups
+      // (grid.y); the groups of a launch are (group of entries) x (limb), entry-major (Tables)
+      static_assert(columns_p(kMaxLogN / 2, P) * 2 == P, "the split below halves P");
+      const int64_t entry_groups = groups / t.limb_count;
+      const int64_t step = std::max<int64_t>(1, 65535 / (2 * int64_t{t.limb_count}));
+      Tables half = t;
+      for (int64_t e = 0; e < entry_groups; e += step) {
+        half.batch0 = t.batch0 + e * P;
+        const int64_t n = std::min(step, entry_groups - e) * 2 * t.limb_count;
+        launch_phase<P / 2, INVERSE, LAZY>(true, k, src, dst, n, half, stream);
+      }
+      return;
+    }
+  }
   switch (k) {
     case 5: launch_phase_k<5, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
     case 6: launch_phase_k<6, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
     case 7: launch_phase_k<7, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
     case 8:
-      switch (ntt_min_blocks(columns, P)) {
+      switch (ntt_min_blocks(columns, P, INVERSE)) {
         case 0: launch_phase_k<8, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
         case 3: launch_phase_k<8, P, INVERSE, LAZY, 3>(columns, src, dst, groups, t, stream); break;
         default: launch_phase_k<8, P, INVERSE, LAZY, 2>(columns, src, dst, groups, t, stream);
@@ -524,7 +556,7 @@ bool run_ntt_gathered(cudaStream_t stream, const PolyShape& s, const uint32_t* s
   else
     launch_phase<1, false, LAZY>(true, K1, src, dst, batch * s.limbs, t, stream);
   const dim3 grid((1 << K1) / G::rows_per_block, static_cast<unsigned>(batch * g.count));
-  const int minb = ntt_min_blocks(false, kRowGroupSize, true);
+  const int minb = ntt_min_blocks(false, kRowGroupSize, false, true);
   auto kernel = minb == 0   ? ntt_rows_gathered_kernel<K2, LAZY, 0>
                 : minb == 2 ? ntt_rows_gathered_kernel<K2, LAZY, 2>
                             : ntt_rows_gathered_kernel<K2, LAZY, 3>;
