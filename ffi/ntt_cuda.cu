@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(ColsGeometry<K1, P>::threads, MINB)
   __shared__ uint32_t smem[ColsGeometry<K1, P>::smem_words];
   allow_dependents();  // programmatic dependent launch (cuda_device.cuh)
   wait_for_producer();
-  columns_tile<K1, P, INVERSE, LAZY, false>(src, dst, t, blockIdx.x, blockIdx.y, smem);
+  columns_tile<K1, P, INVERSE, LAZY, false>(src, dst, t, blockIdx.x, t.group_of(blockIdx.y), smem);
 }
 
 template <int K2, int P, bool INVERSE, bool LAZY, int MINB>
@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads, MINB)
   __shared__ uint32_t smem[RowsGeometry<K2>::template smem_words<P>];
   allow_dependents();
   wait_for_producer();
-  rows_tile<K2, P, INVERSE, LAZY, false>(src, dst, t, blockIdx.x, blockIdx.y, smem);
+  rows_tile<K2, P, INVERSE, LAZY, false>(src, dst, t, blockIdx.x, t.group_of(blockIdx.y), smem);
 }
 
 // The forward rows phase over gathered row groups (RowGroups): each block transforms the limbs
@@ -376,9 +376,11 @@ void launch_columns(const uint32_t* src, uint32_t* dst, int64_t groups, const Ta
   constexpr int kCols = ColsPerBlock<P>::value;
   const int n2 = (1 << t.log_n) >> K1;
   dim3 grid(n2 / kCols, static_cast<unsigned>(groups));
-  // the inverse transform's second phase: launched as dependent on the first
+  // the inverse transform's second phase: launched as dependent on the first, groups reversed
+  Tables tc = t;
+  tc.reversed_groups = INVERSE ? static_cast<unsigned>(groups) : 0u;
   launch_kernel(INVERSE, ntt_columns_kernel<K1, P, INVERSE, LAZY, MINB>, grid,
-                dim3((1 << K1) / R * kCols), 0, stream, src, dst, t);
+                dim3((1 << K1) / R * kCols), 0, stream, src, dst, tc);
 }
 
 template <int K2, int P, bool INVERSE, bool LAZY, int MINB>
@@ -387,9 +389,11 @@ void launch_rows(const uint32_t* src, uint32_t* dst, int64_t groups, const Table
   using G = RowsGeometry<K2>;
   const int n1 = (1 << t.log_n) >> K2;
   dim3 grid(n1 / G::rows_per_block, static_cast<unsigned>(groups));
-  // the forward transform's second phase: launched as dependent on the first
+  // the forward transform's second phase: launched as dependent on the first, groups reversed
+  Tables tr = t;
+  tr.reversed_groups = INVERSE ? 0u : static_cast<unsigned>(groups);
   launch_kernel(!INVERSE, ntt_rows_kernel<K2, P, INVERSE, LAZY, MINB>, grid, dim3(G::threads), 0,
-                stream, src, dst, t);
+                stream, src, dst, tr);
 }
 
 // Polynomials per thread of the columns phase for a launch of P: at N = 2^16 (K1 = 8) a batch

@@ -33,6 +33,14 @@ struct Tables {
   int limb_count;
   int64_t batch0;
   int64_t batch_count;  // cluster kernel: batch entries in the launch (limb-major grid)
+  // 0, or the launch's group count G: the plain phase kernels then take their groups in
+  // reverse, block y running group G - 1 - y (group_of). A transform's second phase runs so
+  // (launch_columns / launch_rows), so that it starts with the groups the first phase wrote
+  // last, which are still in L2.
+  unsigned reversed_groups;
+  __device__ __forceinline__ unsigned group_of(unsigned block_y) const {
+    return reversed_groups ? reversed_groups - 1 - block_y : block_y;
+  }
   // first of the block's P polynomials; the others follow at a stride of `limbs` polynomials
   // of polynomial group `group` (by default the block's, blockIdx.y)
   template <int P>

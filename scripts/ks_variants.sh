@@ -10,6 +10,7 @@ i=0
 for cfg in "$@"; do
   i=$((i + 1))
   echo "=== variant $i: ${cfg:-defaults}"
+  rm -rf "$OUT/trace_v$i"  # a trace left by an earlier run (ab_kernels.sh) would be read instead
   env $cfg python3 benchmarks/bench_ckks.py --key-switch-only --ks-limbs "${KS_LIMBS:-48}" \
       --batch "${KS_BATCH:-8}" --trace "$OUT/trace_v$i" > "$OUT/ks_v$i.log" 2>&1
   echo "rc $?"
