@@ -58,7 +58,7 @@ template <int K1, int P, bool INVERSE, bool LAZY, int MINB>
 __global__ void __launch_bounds__(ColsGeometry<K1, P>::threads, MINB)
     ntt_columns_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                        Tables t) {
-  __shared__ uint32_t smem[ColsGeometry<K1, P>::smem_words];
+  extern __shared__ uint32_t smem[];  // ColsGeometry<K1, P>::smem_words (64 KB at P = 4, N = 2^16)
   allow_dependents();  // programmatic dependent launch (cuda_device.cuh)
   wait_for_producer();
   columns_tile<K1, P, INVERSE, LAZY, false>(src, dst, t, blockIdx.x, t.group_of(blockIdx.y), smem);
@@ -238,13 +238,14 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
 
 template <int K1, int K2, int P, bool INVERSE, bool LAZY>
 struct StreamGeometry {
-  static constexpr int threads = ColsGeometry<K1, P>::threads;
+  static constexpr int kCols = 8;  // 256 threads, as the rows tile
+  static constexpr int threads = ColsGeometry<K1, P, kCols>::threads;
   static_assert(threads == RowsGeometry<K2>::threads, "both phases run with one block size");
-  static constexpr int cols_tiles = (1 << K2) / ColsGeometry<K1, P>::kCols;  // per group
+  static constexpr int cols_tiles = (1 << K2) / kCols;  // per group
   static constexpr int rows_tiles = (1 << K1) / RowsGeometry<K2>::rows_per_block;
   static constexpr int tiles_a = INVERSE ? rows_tiles : cols_tiles;
   static constexpr int tiles_b = INVERSE ? cols_tiles : rows_tiles;
-  static constexpr int cw = ColsGeometry<K1, P>::smem_words;
+  static constexpr int cw = ColsGeometry<K1, P, kCols>::smem_words;
   static constexpr int rw = RowsGeometry<K2>::template smem_words<P>;
   static constexpr int smem_words = cw > rw ? cw : rw;
 };
@@ -287,7 +288,7 @@ __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::thr
       if (INVERSE)
         rows_tile<K2, P, true, LAZY, false>(src, dst, t, tile, group, smem);
       else
-        columns_tile<K1, P, false, LAZY, false>(src, dst, t, tile, group, smem);
+        columns_tile<K1, P, false, LAZY, false, G::kCols>(src, dst, t, tile, group, smem);
       __threadfence();  // this thread's stores, before the block's count below
       __syncthreads();
       if (threadIdx.x == 0) atomicAdd(&state[1 + chunk], 1u);
@@ -303,7 +304,7 @@ __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::thr
       }
       __syncthreads();
       if (INVERSE)
-        columns_tile<K1, P, true, LAZY, true>(dst, dst, t, tile, group, smem);
+        columns_tile<K1, P, true, LAZY, true, G::kCols>(dst, dst, t, tile, group, smem);
       else
         rows_tile<K2, P, false, LAZY, true>(dst, dst, t, tile, group, smem);
     }
@@ -373,14 +374,22 @@ bool launch_stream(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups
 template <int K1, int P, bool INVERSE, bool LAZY, int MINB>
 void launch_columns(const uint32_t* src, uint32_t* dst, int64_t groups, const Tables& t,
                     cudaStream_t stream) {
-  constexpr int kCols = ColsPerBlock<P>::value;
+  using G = ColsGeometry<K1, P>;
+  constexpr int kCols = G::kCols;
+  constexpr size_t smem_bytes = sizeof(uint32_t) * G::smem_words;
+  auto kernel = ntt_columns_kernel<K1, P, INVERSE, LAZY, MINB>;
+  if constexpr (smem_bytes > 48 * 1024) {  // opt in once per device
+    per_device([&](int) -> int64_t {
+      return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(smem_bytes)) == cudaSuccess;
+    });
+  }
   const int n2 = (1 << t.log_n) >> K1;
   dim3 grid(n2 / kCols, static_cast<unsigned>(groups));
   // the inverse transform's second phase: launched as dependent on the first, groups reversed
   Tables tc = t;
   tc.reversed_groups = INVERSE ? static_cast<unsigned>(groups) : 0u;
-  launch_kernel(INVERSE, ntt_columns_kernel<K1, P, INVERSE, LAZY, MINB>, grid,
-                dim3((1 << K1) / R * kCols), 0, stream, src, dst, tc);
+  launch_kernel(INVERSE, kernel, grid, dim3(G::threads), smem_bytes, stream, src, dst, tc);
 }
 
 template <int K2, int P, bool INVERSE, bool LAZY, int MINB>
@@ -396,23 +405,13 @@ void launch_rows(const uint32_t* src, uint32_t* dst, int64_t groups, const Table
                 stream, src, dst, tr);
 }
 
-// Polynomials per thread of the columns phase for a launch of P: at N = 2^16 (K1 = 8) a batch
-// that gives 4 runs the columns at 2 (launch_phase splits each group in two). The tile is then
-// 16 columns wide, so each row segment a warp loads or stores is 64 bytes instead of 32, and a
-// block holds 32 KB: at 4 polynomials per thread the columns kernel kept the memory pipeline
-// 88% busy with DRAM at 52% (ncu, H200, L = 48, batch 16). H200, batch 16, device us: forward
-// columns 135.5 (2 per thread, no register hint: 32 registers, 4 blocks per SM) against 153.0,
-// inverse 147.3 (3 blocks per SM) against 167.2; the rows phase stays at 4 (149.0 and 133.0,
-// against 164.9 and 159.5 at 2). The streamed kernel keeps 4 in both phases.
-constexpr int columns_p(int k, int p) { return k == kMaxLogN / 2 && p == 4 ? 2 : p; }
-
 template <int K, int P, bool INVERSE, bool LAZY, int MINB>
 void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t groups,
                     const Tables& t, cudaStream_t stream) {
-  if (!columns)
-    launch_rows<K, P, INVERSE, LAZY, MINB>(src, dst, groups, t, stream);
-  else if constexpr (columns_p(K, P) == P)  // otherwise launch_phase launches it at columns_p
+  if (columns)
     launch_columns<K, P, INVERSE, LAZY, MINB>(src, dst, groups, t, stream);
+  else
+    launch_rows<K, P, INVERSE, LAZY, MINB>(src, dst, groups, t, stream);
 }
 
 // Minimum resident blocks per SM asked of the compiler for the N = 2^16 phases
@@ -422,47 +421,36 @@ void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t gr
 // flight before the first butterfly. H100, L = 48: batch 1 forward / inverse 49.4 / 86.9 us with
 // no hint, 43.4 / 46.4 with 2, 40.2 / 45.0 with 3; batch 16: 397 / 396, 400 / 400, 405 / 408
 // (session 6; that batch-16 run was near the H100's HBM limit for two passes).
-// Default (unset, or any other value): 3 for every kernel at P = 4, for the columns kernel at
-// P = 1, for the inverse columns kernel at P = 2 and for the gathered rows kernel; none for the
-// forward columns kernel at P = 2 (32 registers: 4 blocks of 512 threads per SM; H200, batch 16
-// via columns_p: 135.5 us against 157.7 with 2 and 150.1 with 3; inverse 181.2 with none, 147.3
-// with 3, 147.4 with 2; batch 2, forward 21.9 against 22.6, inverse 24.4 with 3 against 25.0);
-// 2 otherwise. H200, L = 48, device us (session 16):
-// batch 16 (P = 4) forward 303.1 with 3 against 323.8 with 2 (303.8 with no hint), inverse 301.4
-// against 313.1; batch 4 forward 90.4 against 93.4 (93.5); batch 2 (P = 2) 52.7 against 50.4;
-// the (48, 12, 4) key switch at batch 8: 214.8 against 221.0 us of kernels per ct. P = 1: the
-// columns kernel of ModUp's NTT (192 limbs) took 44.1 us with 3 against 50.0-50.2 with 2, its
-// INTT's 12.0 against 13.0; the P = 1 rows kernels gained nothing (51.6 against 50.7 us), and 3
-// for every kernel made one key switch's kernels 307 us against 291. The gathered rows kernel:
-// 80 registers, no spills; ModUp's 192 limbs 41.7 us against 47.2 with 2 (ncu at 2: occupancy
-// 24%, issue slots 47% busy, long-scoreboard stalls first, so more warps hide more latency).
+// Default (unset, or any other value), measured on an H200 at L = 48 (session 16, device us):
+// - columns kernel at P = 4 (512 threads, 16 columns, 64 KB): 2 (64 registers). Batch 16:
+//   forward 138.3 / inverse 139.9; with 3 (40 registers) 162.1 / 165.1, with none 160.3 / 151.2.
+// - rows kernel at P = 4: none for the forward (64 registers, 4 blocks per SM), 3 for the
+//   inverse (80 registers). Batch 16: forward 136.8-137.7 with none against 145.6-147.2 with 3
+//   (they were equal, 148.4 / 148.7, before the second phase ran in reverse); inverse 133.1-135.0
+//   with 3 against 137.3 with none; batch 4 forward 39.2 against 44.6. 3 against 2, batch 16:
+//   303.1 against 323.8 us for the whole forward transform (with 8-column tiles then).
+// - columns kernel at P = 2 (512 threads): none for the forward (32 registers, 4 blocks per SM),
+//   3 for the inverse. Batch 16 (JAX_FHE_NTT_MAX_P=2): forward 135.5 against 157.7 with 2 and
+//   150.1 with 3; inverse 181.2 with none, 147.3 with 3, 147.4 with 2. Batch 2: forward 21.9
+//   against 22.6, inverse 24.4 with 3 against 25.0.
+// - P = 1: 3 for the columns kernel (ModUp's NTT, 192 limbs: 44.1 us against 50.0-50.2 with 2;
+//   its INTT 12.0 against 13.0), 2 for the rows kernels (51.6 with 3 against 50.7; 3 for every
+//   kernel made one key switch's kernels 307 us against 291).
+// - the gathered rows kernel: 3 (80 registers, no spills; ModUp's 192 limbs 41.7 us against
+//   47.2 with 2; ncu at 2: occupancy 24%, issue slots 47% busy, long-scoreboard stalls first).
+// - otherwise 2.
 int ntt_min_blocks(bool columns, int p, bool inverse, bool gathered = false) {
   static const int64_t env = tuning_int("JAX_FHE_NTT_MIN_BLOCKS", -1);
   if (env == 0 || env == 2 || env == 3) return static_cast<int>(env);
-  if (gathered || p == 4) return 3;
-  if (columns && p == 2) return inverse ? 3 : 0;
+  if (gathered) return 3;
+  if (p == 4) return columns ? 2 : (inverse ? 3 : 0);
+  if (p == 2) return columns ? (inverse ? 3 : 0) : 2;
   return columns ? 3 : 2;
 }
 
 template <int P, bool INVERSE, bool LAZY>
 void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64_t groups,
                   const Tables& t, cudaStream_t stream) {
-  if constexpr (P == 4) {
-    if (columns && columns_p(k, P) != P) {
-      // each group of 4 batch entries as two groups of 2, in launches of at most 65535 groups
-      // (grid.y); the groups of a launch are (group of entries) x (limb), entry-major (Tables)
-      static_assert(columns_p(kMaxLogN / 2, P) * 2 == P, "the split below halves P");
-      const int64_t entry_groups = groups / t.limb_count;
-      const int64_t step = std::max<int64_t>(1, 65535 / (2 * int64_t{t.limb_count}));
-      Tables half = t;
-      for (int64_t e = 0; e < entry_groups; e += step) {
-        half.batch0 = t.batch0 + e * P;
-        const int64_t n = std::min(step, entry_groups - e) * 2 * t.limb_count;
-        launch_phase<P / 2, INVERSE, LAZY>(true, k, src, dst, n, half, stream);
-      }
-      return;
-    }
-  }
   switch (k) {
     case 5: launch_phase_k<5, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
     case 6: launch_phase_k<6, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
