@@ -3,7 +3,7 @@
 // N = n1 * N2 is viewed as an n1 x N2 row-major matrix (n1 = 2^K1 rows, N2 = 2^K2 columns,
 // K1 = floor(log N / 2)). The first K1 Cooley-Tukey stages only pair elements of the same
 // column, the last K2 stages only elements of the same row, so the transform is two kernels:
-//   phase 1 ("columns"): a block loads a few columns (an n1 x 16 or n1 x 8 tile), runs stages 0..K1-1;
+//   phase 1 ("columns"): a block loads 16 columns (an n1 x 16 tile), runs stages 0..K1-1;
 //   phase 2 ("rows"):    a block loads RPB whole rows, runs stages K1..logN-1.
 // The inverse runs the mirror image (rows first, then columns, then the N^-1 scaling).
 // The tiles of both phases (columns_tile, rows_tile) are in ntt_device.cuh, where the fused

@@ -255,29 +255,25 @@ struct NoHook {
 // The two-phase transform's tiles (ntt_cuda.cu runs them; key_product_cuda.cu fuses the rows
 // phase with the key product). Geometry and semantics: ntt_cuda.cu's header comment.
 
-// Phase-1 tile width: kCols columns of n1 rows, so that a warp moves 64-byte row segments. At
+// Phase-1 tile width: columns of n1 rows per tile, so that a warp moves 64-byte row segments. At
 // P = 4 and N = 2^16 the tile is 64 KB (dynamic shared memory) and the block 512 threads. H200,
 // L = 48, batch 16: with 8 columns (32-byte segments, 32 KB) the forward columns kernel took
 // 152.7 us and kept the memory pipeline 88% busy with DRAM at 52% (ncu); with 16, 138.3 us
 // (inverse 139.9 against 166.4). The streamed kernel asks for 8 at P = 4, so that its block has
 // 256 threads in both phases.
-template <int P>
-struct ColsPerBlock {
-  static constexpr int value = 16;
-};
+constexpr int kColumnsPerTile = 16;
 
 // Phase "columns": stages 0..K1-1 (forward) or their inverse, plus the N^-1 scaling. One tile
 // (kCols columns of one group of P polynomials); the kernels below and the streamed kernel
 // (ntt_stream_kernel) run it.
-template <int K1, int P, int COLS = ColsPerBlock<P>::value>
+template <int K1, int P, int COLS = kColumnsPerTile>
 struct ColsGeometry {
   static constexpr int kCols = COLS;
   static constexpr int threads = (1 << K1) / R * kCols;
   static constexpr int smem_words = P * (1 << K1) * kCols;
 };
 
-template <int K1, int P, bool INVERSE, bool LAZY, bool COHERENT,
-          int COLS = ColsPerBlock<P>::value>
+template <int K1, int P, bool INVERSE, bool LAZY, bool COHERENT, int COLS = kColumnsPerTile>
 __device__ __forceinline__ void columns_tile(const uint32_t* src, uint32_t* dst,  // may alias
                                              const Tables& t, int tile, unsigned group,
                                              uint32_t* smem) {
