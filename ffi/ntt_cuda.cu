@@ -436,13 +436,14 @@ void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t gr
 // - P = 1: 3 for the columns kernel (ModUp's NTT, 192 limbs: 44.1 us against 50.0-50.2 with 2;
 //   its INTT 12.0 against 13.0), 2 for the rows kernels (51.6 with 3 against 50.7; 3 for every
 //   kernel made one key switch's kernels 307 us against 291).
-// - the gathered rows kernel: 3 (80 registers, no spills; ModUp's 192 limbs 41.7 us against
-//   47.2 with 2; ncu at 2: occupancy 24%, issue slots 47% busy, long-scoreboard stalls first).
+// - the gathered rows kernel: none (ModUp's 192 limbs, 4 runs over two builds: 38.3-38.9 us
+//   against 41.2-41.8 with 3; session 15: 41.7 with 3 against 47.2 with 2, where ncu showed
+//   occupancy 24%, issue slots 47% busy, long-scoreboard stalls first).
 // - otherwise 2.
 int ntt_min_blocks(bool columns, int p, bool inverse, bool gathered = false) {
   static const int64_t env = tuning_int("JAX_FHE_NTT_MIN_BLOCKS", -1);
   if (env == 0 || env == 2 || env == 3) return static_cast<int>(env);
-  if (gathered) return 3;
+  if (gathered) return 0;
   if (p == 4) return columns ? 2 : (inverse ? 3 : 0);
   if (p == 2) return columns ? (inverse ? 3 : 0) : 2;
   return columns ? 3 : 2;
