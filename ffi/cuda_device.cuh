@@ -105,11 +105,14 @@ __device__ __forceinline__ void copy_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void copy_async_wait_all() {
+// wait until at most PENDING of this thread's newest commit groups are still in flight
+template <int PENDING>
+__device__ __forceinline__ void copy_async_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group 0;" ::: "memory");
+  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
 #endif
 }
+__device__ __forceinline__ void copy_async_wait_all() { copy_async_wait<0>(); }
 #endif
 
 }  // namespace jax_fhe

@@ -1,6 +1,41 @@
-// Single-pass negacyclic NTT / INTT for N = 2^16 on sm_90 and newer (thread-block
-// clusters with distributed shared memory), bit-identical to ntt_cpu.cc. Device code shared
-// with the two-phase kernels is in ntt_device.cuh.
+// Single-pass negacyclic NTT / INTT for N = 2^16 on sm_90 and newer, bit-identical to
+// ntt_cpu.cc: each coefficient crosses HBM once each way (the two-phase kernels of ntt_cuda.cu
+// move it twice). Primes below 2^30 only (Harvey's lazy butterflies).
+//
+// Geometry. N = 256 x 256, row-major (index i = 256 r + c). The forward transform's stages 0..7
+// pair elements of one column, stages 8..15 elements of one row (ntt_cuda.cu's header). A
+// thread-block cluster of 8 CTAs, one per SM, holds one polynomial at a time:
+//   column phase: CTA k owns columns [32k, 32k + 32) (a 256 x 32 tile, 32 KB);
+//   row phase:    CTA m owns rows    [32m, 32m + 32) (a 32 x 256 tile, 32 KB).
+// Between the phases every CTA writes its column results straight into the owners' row tiles
+// through distributed shared memory; a cluster barrier separates the writes from the reads. The
+// inverse runs the mirror image (rows first, then columns, then the N^-1 scaling).
+//
+// Inside a phase, each of the 512 threads holds 16 elements and runs 4 stages in registers
+// (radix-16 rounds); the two rounds of a phase exchange through the CTA's own tile.
+//
+// Persistence. The grid is as many clusters as fit (one CTA per SM); each takes a contiguous
+// range of polynomials in limb-major order (the batch entries of one limb in a row), so:
+//   * the twiddles live in shared memory and are reloaded only when the prime changes: the
+//     column phase's 255 (universal) pairs, double-buffered, and the row phase's 255 pairs per
+//     owned row (64 KB). Twiddles are the loads that made the first cluster kernel (one
+//     polynomial per thread, every twiddle from L2) slower than the two-phase kernels;
+//   * the next polynomial's slice is prefetched with cp.async while the current one computes,
+//     into the other of two input tiles;
+//   * the next polynomial's first round runs between the cluster barrier's arrive and wait, so
+//     the barrier's latency hides behind work. The row tiles are double-buffered, which makes
+//     that safe (see the loop's comments).
+//
+// Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
+//   column tile [256][32]: (r, c) at 32 r + (c ^ 16 (r & 1)): a warp reads one row (32
+//     columns); the inverse's remote writes (two rows of 16 columns per warp) hit both halves.
+//   row tile [32][256]: (rho, c) at 256 rho + (c ^ 16 (rho & 1) ^ 4 ((c >> 5) & 3)): the second
+//     round's 16-byte loads of 16 consecutive columns spread a quarter warp over all 32 banks,
+//     the first round's 16-column strides over both halves.
+//   row twiddles: per owned row, 256 pairs (w, w') at "heap" index k = 2^t + m for the pair of
+//     local stage t (0..7) and group m, except that for t >= 5 the pair of thread s
+//     (m = 2^(t-4) s + 2 i + b) sits at 2^t + 32 i + 2 s + b, so a quarter warp's 16-byte loads
+//     are consecutive.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -15,195 +50,438 @@ namespace ntt_cuda {
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// A thread-block cluster of C = N / 8192 blocks holds one polynomial, 32 KB per block. The
-// forward transform runs the column stages on each block's slice of n2 / C columns and writes
-// the result to a tile in the block's own shared memory; after a cluster barrier each block
-// reads its n1 / C rows from the C tiles through distributed shared memory and runs the row
-// stages. The inverse mirrors this (rows first, columns second). Every coefficient crosses HBM
-// once each way, against twice for the two-phase kernels. Threads hold 16 elements (radix-16
-// rounds: two rounds per phase). Twiddle indexing is the two-phase kernels' (W = 1 for columns,
-// n1 + row for rows).
-//
-// The geometry is written for N = 2^14 .. 2^16, but only N = 2^16 is instantiated: it is the
-// size the CKKS work uses, and at K1 = 7 the compiler put the forward kernel's registers in
-// local memory (a 64-byte stack frame), so 2^14 / 2^15 keep the two-phase kernels.
-constexpr int kClusterSlice = 8192;  // elements per block
-constexpr int kClusterLogR = 4;
-constexpr int kClusterThreads = kClusterSlice >> kClusterLogR;  // 512
+constexpr int kLogN = 16;
+constexpr int kN = 1 << kLogN;
+constexpr int kSide = 256;                     // rows = columns
+constexpr int kCtas = 8;                       // CTAs per cluster (per polynomial)
+constexpr int kSlice = kSide / kCtas;          // columns or rows a CTA owns: 32
+constexpr int kSliceWords = kN / kCtas;        // 8192
+constexpr int kThreads = 512;                  // 16 elements per thread
+constexpr int kTwRowWords = 2 * kSide;         // 256 (w, w') pairs per owned row
 
-template <int LOGN>
-struct ClusterGeometry {
-  static constexpr int K1 = LOGN / 2, K2 = LOGN - K1;
-  static constexpr int n1 = 1 << K1, n2 = 1 << K2;
-  static constexpr int C = (1 << LOGN) / kClusterSlice;  // blocks per polynomial
-  static constexpr int cpb = n2 / C;                     // columns per block
-  static constexpr int rpb = n1 / C;                     // rows per block
-  static constexpr int tpc = n1 >> kClusterLogR;         // threads per column
-  static constexpr int tpr = n2 >> kClusterLogR;         // threads per row
-  static_assert(cpb * tpc == kClusterThreads && rpb * tpr == kClusterThreads, "geometry");
-  static_assert(cpb >= 32, "a warp covers 32 columns of one row");
-  static constexpr int row_pad = n2 + n2 / 32;  // row-phase exchange: one pad word per 32
-  static constexpr int inv_tile_stride = n2 + tpr;  // the row stride moves a warp's rows apart
-  static constexpr int fwd_tile_words = n1 * cpb;
-  static constexpr int inv_tile_words = rpb * inv_tile_stride;
-  static constexpr int tile_words = fwd_tile_words > inv_tile_words ? fwd_tile_words : inv_tile_words;
-  static constexpr int work_words = n1 * cpb > rpb * row_pad ? n1 * cpb : rpb * row_pad;
-  static constexpr size_t smem_bytes = sizeof(uint32_t) * (tile_words + work_words);
-  // forward tile [n1][cpb]: the rows one warp reads in the row phase are XOR-swizzled onto
-  // different banks
-  static __device__ __forceinline__ int fwd_tile(int row, int col) {
-    return row * cpb + (col ^ ((row % (32 / tpr)) * tpr));
-  }
+struct ClusterSmem {
+  uint32_t in[2][kSliceWords];           // first phase's tiles, prefetched
+  uint32_t mid[2][kSliceWords];          // second phase's tiles, written by the cluster
+  uint32_t tw_row[kSlice * kTwRowWords];  // row-phase twiddles of the owned rows
+  uint32_t tw_col[2][kTwRowWords];       // column-phase twiddles, by polynomial parity
+  uint32_t scale[2][4];                  // inverse: N^-1 and tw[1] N^-1 with Shoup companions
 };
 
-template <int LOGN, bool INVERSE>
-__global__ void __launch_bounds__(kClusterThreads, 2)
-    ntt_cluster_kernel(const uint32_t* src, uint32_t* dst, Tables t) {  // may alias (in place)
+__device__ __forceinline__ int col_tile(int r, int c) { return 32 * r + (c ^ ((r & 1) << 4)); }
+__device__ __forceinline__ int row_tile(int rho, int c) {
+  return 256 * rho + (c ^ ((rho & 1) << 4) ^ (((c >> 5) & 3) << 2));
+}
+// pair slot of row-phase local stage t (0..7), group m, for thread s of the second round
+__device__ __forceinline__ int tw_row_slot(int t, int m) {
+  if (t <= 4) return (1 << t) + m;
+  const int s = m >> (t - 4), low = m & ((1 << (t - 4)) - 1);
+  return (1 << t) + 32 * (low >> 1) + 2 * s + (low & 1);
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  constexpr bool LAZY = true;  // primes below 2^30 only (run_ntt_cluster checks)
-  using G = ClusterGeometry<LOGN>;
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  extern __shared__ uint32_t smem[];
-  uint32_t* tile = smem;
-  uint32_t* work = smem + G::tile_words;
-  const int rank = static_cast<int>(cluster.block_rank());
-  constexpr int64_t N = int64_t{1} << LOGN;
-  // limb-major grid (blockIdx.y = limb * batch_count + entry): the clusters running at one
-  // time share a few limbs, so their twiddle tables stay in L2
-  const unsigned entries = static_cast<unsigned>(t.batch_count);  // at most 65535 per launch
-  const int limb = static_cast<int>(blockIdx.y / entries);
-  const int64_t poly = (t.batch0 + blockIdx.y % entries) * t.limbs + limb;
-  const int tab = t.rows[limb];
-  const uint32_t q = t.moduli[tab];
-  const uint32_t* tw = t.tw + tab * N;
-  const uint32_t* tws = t.tw_shoup + tab * N;
-  const uint32_t* s = src + poly * N;
-  uint32_t* d = dst + poly * N;
-  // column phase: this block's columns [rank * cpb, (rank + 1) * cpb)
-  const int c = threadIdx.x % G::cpb, tc = threadIdx.x / G::cpb;
-  const int col = rank * G::cpb + c;
-  // row phase: this block's rows [rank * rpb, (rank + 1) * rpb)
-  const int r = threadIdx.x / G::tpr, tr = threadIdx.x % G::tpr;
-  const int mrow = rank * G::rpb + r;
-  uint32_t* work_row = work + r * G::row_pad;
-  auto col_sidx = [&](int, int u) { return u * G::cpb + c; };
-  auto row_sidx = [&](int, int u) { return u + (u >> 5); };
-  auto none4 = [](int, int, int) { return uint4{}; };
-  auto none_store4 = [](int, int, uint4, int) {};
-  auto release_tiles = [&] { cluster.barrier_arrive(); };  // done reading the other tiles
-  if (!INVERSE) {
-    run_rounds<kClusterLogR, G::K1, 1, false, LAZY, false>(
-        tc, 1u, tw, tws, q, work, [&](int, int u, int) { return s[static_cast<int64_t>(u) * G::n2 + col]; },
-        [&](int, int u, uint32_t v, int) { tile[G::fwd_tile(u, c)] = v; }, col_sidx, none4, none_store4,
-        NoHook{});
-    cluster.sync();
-    auto finish = [&](uint32_t v) { return csub(csub(v, 2 * q), q); };  // [0, 4q) -> [0, q)
-    uint32_t* out = d + static_cast<int64_t>(mrow) * G::n2;
-    run_rounds<kClusterLogR, G::K2, 1, false, LAZY, true>(
-        tr, static_cast<uint32_t>(G::n1 + mrow), tw, tws, q, work_row,
-        [&](int, int u, int) {
-          const uint32_t* remote = cluster.map_shared_rank(tile, u / G::cpb);
-          return remote[G::fwd_tile(mrow, u % G::cpb)];
-        },
-        [&](int, int u, uint32_t v, int) { out[u] = finish(v); }, row_sidx, none4,
-        [&](int, int u, uint4 v, int) {
-          *reinterpret_cast<uint4*>(out + u) =
-              make_uint4(finish(v.x), finish(v.y), finish(v.z), finish(v.w));
-        },
-        release_tiles);
-  } else {
-    const uint32_t* in = s + static_cast<int64_t>(mrow) * G::n2;
-    uint32_t* tile_row = tile + r * G::inv_tile_stride;
-    run_rounds<kClusterLogR, G::K2, 1, true, LAZY, true>(
-        tr, static_cast<uint32_t>(G::n1 + mrow), tw, tws, q, work_row,
-        [&](int, int u, int) { return in[u]; }, [&](int, int u, uint32_t v, int) { tile_row[u] = v; },
-        row_sidx, [&](int, int u, int) { return *reinterpret_cast<const uint4*>(in + u); },
-        none_store4, NoHook{});
-    cluster.sync();
-    const uint32_t scale = t.scale[tab], scale_s = t.scale_shoup[tab];
-    run_rounds<kClusterLogR, G::K1, 1, true, LAZY, false>(
-        tc, 1u, tw, tws, q, work,
-        [&](int, int u, int) {
-          const uint32_t* remote = cluster.map_shared_rank(tile, u / G::rpb);
-          return remote[(u % G::rpb) * G::inv_tile_stride + col];
-        },
-        [&](int, int u, uint32_t v, int) {
-          d[static_cast<int64_t>(u) * G::n2 + col] = mul_shoup(v, scale, scale_s, q);
-        },
-        col_sidx, none4, none_store4, release_tiles);
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// shared::cluster address of `local` (this CTA's shared memory) in CTA `rank`
+__device__ __forceinline__ uint32_t map_rank(const void* local, uint32_t rank) {
+  uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(local)), r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void store_remote(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+#endif
+
+// 16 elements x[j] of one radix-16 round: local stage t (0..3) pairs x[j] and x[j + (8 >> t)]
+// with twiddle pair (t, m = j >> (4 - t)), which `slot(t, m)` places in `tw` (pairs m, m + 1
+// adjacent for even m and t >= 1, so they load as one 16-byte vector). The inverse runs the
+// stages in reverse with Gentleman-Sande butterflies; SCALED folds N^-1 into its last stage
+// (sc = {N^-1, Shoup, tw N^-1, Shoup}), leaving canonical values.
+template <bool INVERSE, bool SCALED = false, typename Slot>
+__device__ __forceinline__ void radix16(uint32_t (&x)[16], uint32_t q, const uint32_t* tw, Slot slot,
+                                        const uint32_t* sc = nullptr) {
+  uint32_t w[15], ws[15];
+  {
+    const uint2 p = *reinterpret_cast<const uint2*>(tw + 2 * slot(0, 0));
+    w[0] = p.x, ws[0] = p.y;
   }
-  cluster.barrier_wait();  // keep this block's tile alive until the cluster has read it
+  // fixed trip counts (with breaks) so that the loops unroll completely and x[] stays in registers
+#pragma unroll
+  for (int t = 1; t < 4; ++t) {
+#pragma unroll
+    for (int m = 0; m < 8; m += 2) {
+      if (m >= (1 << t)) break;
+      const uint4 p = *reinterpret_cast<const uint4*>(tw + 2 * slot(t, m));
+      const int i = (1 << t) - 1 + m;
+      w[i] = p.x, ws[i] = p.y, w[i + 1] = p.z, ws[i + 1] = p.w;
+    }
+  }
+  const uint32_t two_q = register_two_q(q);
+#pragma unroll
+  for (int ts = 0; ts < 4; ++ts) {
+    const int t = INVERSE ? 3 - ts : ts;
+    const int h = 8 >> t;
+#pragma unroll
+    for (int m = 0; m < 8; ++m) {
+      if (m >= (1 << t)) break;
+      const int i = (1 << t) - 1 + m;
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+        if (jj >= h) break;
+        uint32_t& a = x[m * 2 * h + jj];
+        uint32_t& b = x[m * 2 * h + jj + h];
+        if (!INVERSE) {
+          ct_butterfly_lazy(a, b, w[i], ws[i], q, two_q);
+        } else if (SCALED && t == 0) {  // (a + b) N^-1, (a - b) tw N^-1, both canonical
+          const uint32_t a0 = a;
+          a = csub(mul_shoup_lazy(a0 + b, sc[0], sc[1], q), q);
+          b = csub(mul_shoup_lazy(a0 - b + two_q, sc[2], sc[3], q), q);
+        } else {
+          gs_butterfly_lazy(a, b, w[i], ws[i], q, two_q);
+        }
+      }
+    }
+  }
+}
+
+// Polynomial `idx` of the launch's limb-major order, and its table row.
+struct WorkItem {
+  int64_t poly;
+  int row;
+};
+__device__ __forceinline__ WorkItem work_item(const Tables& t, int64_t idx, int64_t batch) {
+  const int limb = static_cast<int>(idx / batch);
+  return {(idx % batch) * t.limbs + limb, t.rows[limb]};
+}
+
+// The row-phase twiddles of this CTA's rows (rows [32 rank, 32 rank + 32)) of table row `row`.
+__device__ __forceinline__ void load_tw_row(uint32_t* dst, const Tables& t, int row, int rank) {
+  const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
+  const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
+#pragma unroll  // 16 per thread, all loads in flight
+  for (int idx = threadIdx.x; idx < kSlice * kSide; idx += kThreads) {
+    const int rho = idx >> 8, p = idx & 255;
+    if (p == 0) continue;
+    const int st = 31 - __clz(p);
+    int m = p - (1 << st);
+    if (st > 4) {  // invert tw_row_slot
+      const int i = m >> 5, s = (m & 31) >> 1, b = m & 1;
+      m = (s << (st - 4)) + 2 * i + b;
+    }
+    const int r = kSlice * rank + rho;
+    const int g = (1 << (8 + st)) + (r << st) + m;  // stage 8 + st, group (r << st) + m
+    *reinterpret_cast<uint2*>(dst + rho * kTwRowWords + 2 * p) = make_uint2(tw[g], tws[g]);
+  }
+}
+
+// The column-phase twiddles (stages 0..7 use pairs 1..255) of table row `row`; for the inverse
+// also the scaling constants of the last stage.
+template <bool INVERSE>
+__device__ __forceinline__ void load_tw_col(uint32_t* dst, uint32_t* scale, const Tables& t, int row) {
+  const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
+  const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
+  const int k = threadIdx.x;
+  if (k < kSide) *reinterpret_cast<uint2*>(dst + 2 * k) = make_uint2(tw[k], tws[k]);
+  if (INVERSE && k == kSide) {
+    const uint32_t q = t.moduli[row], n_inv = t.scale[row], n_inv_s = t.scale_shoup[row];
+    const uint32_t w1 = mul_shoup(tw[1], n_inv, n_inv_s, q);
+    scale[0] = n_inv, scale[1] = n_inv_s;
+    scale[2] = w1, scale[3] = static_cast<uint32_t>((static_cast<uint64_t>(w1) << 32) / q);
+  }
+}
+
+
+template <bool INVERSE>
+__global__ void __launch_bounds__(kThreads, 1)
+    ntt_cluster_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
+                       Tables t, int64_t polys, int64_t batch) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(16) uint32_t smem_words[];
+  ClusterSmem& sm = *reinterpret_cast<ClusterSmem*>(smem_words);
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5, lane = tid & 31;  // column phase: lane = owned column
+  const int rho = tid >> 4, s = tid & 15;      // row phase: owned row, thread within the row
+  const int rank = static_cast<int>(cluster_rank());
+  const int64_t clusters = gridDim.x / kCtas, cid = blockIdx.x / kCtas;
+  const int64_t first = cid * polys / clusters;
+  const int n = static_cast<int>((cid + 1) * polys / clusters - first);
+  if (n == 0) return;  // n is the same in every CTA of the cluster
+
+  // The first phase's slice of item i into in[b], 4 x 16 bytes per thread, one commit group.
+  auto prefetch = [&](int i, int b) {
+    const uint32_t* p = src + work_item(t, first + i, batch).poly * kN;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int chunk = tid + u * kThreads;
+      if (!INVERSE) {  // column tile: 256 rows x 8 chunks
+        const int r = chunk >> 3, c = 4 * (chunk & 7);
+        copy_async16(reinterpret_cast<uint4*>(sm.in[b] + col_tile(r, c)), p + r * kSide + kSlice * rank + c);
+      } else {  // row tile: 32 rows x 64 chunks
+        const int r = chunk >> 6, c = 4 * (chunk & 63);
+        copy_async16(reinterpret_cast<uint4*>(sm.in[b] + row_tile(r, c)), p + (kSlice * rank + r) * kSide + c);
+      }
+    }
+    copy_async_commit();
+  };
+
+  // Twiddle slots of the four rounds (see radix16).
+  auto col_slot_a = [](int t, int m) { return (1 << t) + m; };                  // stages 0..3
+  auto col_slot_b = [&](int t, int m) { return (16 << t) + (warp << t) + m; };  // stages 4..7
+  auto row_slot_c = [](int t, int m) { return (1 << t) + m; };                  // stages 8..11
+  auto row_slot_d = [&](int t, int m) { return tw_row_slot(t + 4, (s << t) + m); };  // 12..15
+  const uint32_t* twr = sm.tw_row + rho * kTwRowWords;
+
+  // Where the first phase's last round writes (shared::cluster addresses of mid[0]): forward,
+  // the thread's rows 16 warp + j belong to CTA warp / 2; inverse, its columns s + 16 j to CTA
+  // j / 2 (all eight).
+  constexpr uint32_t kMidBytes = sizeof(uint32_t) * kSliceWords;
+  uint32_t remote[INVERSE ? kCtas : 1];
+#pragma unroll
+  for (int k = 0; k < (INVERSE ? kCtas : 1); ++k) remote[k] = map_rank(sm.mid[0], INVERSE ? k : warp >> 1);
+
+  // The four rounds of item i. Forward: A (stages 0..3 on rows warp + 16 j of the column tile),
+  // B (4..7, rows 16 warp + j; to the owners' row tiles), C (8..11, columns s + 16 j of the row
+  // tile), D (12..15, columns 16 s + j; to dst). Inverse: D, C (to the owners' column tiles),
+  // B, A with the N^-1 scaling (to dst).
+  auto round1 = [&](int i, uint32_t q) {
+    uint32_t* tile = sm.in[i & 1];
+    uint32_t x[16];
+    if (!INVERSE) {
+#pragma unroll
+      for (int j = 0; j < 16; ++j) x[j] = tile[col_tile(warp + 16 * j, lane)];
+      radix16<false>(x, q, sm.tw_col[i & 1], col_slot_a);
+#pragma unroll
+      for (int j = 0; j < 16; ++j) tile[col_tile(warp + 16 * j, lane)] = x[j];
+    } else {
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        const uint4 u = *reinterpret_cast<const uint4*>(tile + row_tile(rho, 16 * s + 4 * v));
+        x[4 * v] = u.x, x[4 * v + 1] = u.y, x[4 * v + 2] = u.z, x[4 * v + 3] = u.w;
+      }
+      radix16<true>(x, q, twr, row_slot_d);
+#pragma unroll
+      for (int v = 0; v < 4; ++v)
+        *reinterpret_cast<uint4*>(tile + row_tile(rho, 16 * s + 4 * v)) =
+            make_uint4(x[4 * v], x[4 * v + 1], x[4 * v + 2], x[4 * v + 3]);
+    }
+  };
+  auto round2 = [&](int i, uint32_t q) {
+    const uint32_t* tile = sm.in[i & 1];
+    const uint32_t off = (i & 1) * kMidBytes;
+    uint32_t x[16];
+    if (!INVERSE) {
+#pragma unroll
+      for (int j = 0; j < 16; ++j) x[j] = tile[col_tile(16 * warp + j, lane)];
+      radix16<false>(x, q, sm.tw_col[i & 1], col_slot_b);
+      // row 16 warp + j is the owner's row 16 (warp & 1) + j; column 32 rank + lane
+#pragma unroll
+      for (int j = 0; j < 16; ++j)
+        store_remote(remote[0] + off + 4 * row_tile(16 * (warp & 1) + j, kSlice * rank + lane), x[j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 16; ++j) x[j] = tile[row_tile(rho, s + 16 * j)];
+      radix16<true>(x, q, twr, row_slot_c);
+      // column s + 16 j is the owner's column s + 16 (j & 1); row 32 rank + rho
+#pragma unroll
+      for (int j = 0; j < 16; ++j)
+        store_remote(remote[j >> 1] + off + 4 * col_tile(kSlice * rank + rho, s + 16 * (j & 1)), x[j]);
+    }
+  };
+  auto round3 = [&](int i, uint32_t q) {
+    uint32_t* tile = sm.mid[i & 1];
+    uint32_t x[16];
+    if (!INVERSE) {
+#pragma unroll
+      for (int j = 0; j < 16; ++j) x[j] = tile[row_tile(rho, s + 16 * j)];
+      radix16<false>(x, q, twr, row_slot_c);
+#pragma unroll
+      for (int j = 0; j < 16; ++j) tile[row_tile(rho, s + 16 * j)] = x[j];
+    } else {
+#pragma unroll
+      for (int j = 0; j < 16; ++j) x[j] = tile[col_tile(16 * warp + j, lane)];
+      radix16<true>(x, q, sm.tw_col[i & 1], col_slot_b);
+#pragma unroll
+      for (int j = 0; j < 16; ++j) tile[col_tile(16 * warp + j, lane)] = x[j];
+    }
+  };
+  auto round4 = [&](int i, uint32_t q, int64_t poly) {
+    const uint32_t* tile = sm.mid[i & 1];
+    uint32_t* out = dst + poly * kN;
+    uint32_t x[16];
+    if (!INVERSE) {
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        const uint4 u = *reinterpret_cast<const uint4*>(tile + row_tile(rho, 16 * s + 4 * v));
+        x[4 * v] = u.x, x[4 * v + 1] = u.y, x[4 * v + 2] = u.z, x[4 * v + 3] = u.w;
+      }
+      radix16<false>(x, q, twr, row_slot_d);
+      const uint32_t two_q = register_two_q(q);
+#pragma unroll
+      for (int j = 0; j < 16; ++j) x[j] = csub(csub(x[j], two_q), q);  // [0, 4q) -> [0, q)
+      uint4* o = reinterpret_cast<uint4*>(out + (kSlice * rank + rho) * kSide + 16 * s);
+#pragma unroll
+      for (int v = 0; v < 4; ++v) o[v] = make_uint4(x[4 * v], x[4 * v + 1], x[4 * v + 2], x[4 * v + 3]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 16; ++j) x[j] = tile[col_tile(warp + 16 * j, lane)];
+      radix16<true, true>(x, q, sm.tw_col[i & 1], col_slot_a, sm.scale[i & 1]);
+      uint32_t* o = out + warp * kSide + kSlice * rank + lane;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) o[16 * j * kSide] = x[j];
+    }
+  };
+
+  // Twiddles: the column table is double-buffered by item parity (tw_col_row[b]: the table row
+  // buffer b holds), the row table single (tw_row_row). Each load is bracketed by barriers of
+  // its own unless the schedule below provides them.
+  int tw_col_row0 = -1, tw_col_row1 = -1;  // not an array: indexed by i & 1 it is a stack slot
+  int tw_row_row = -1;
+  auto ensure_tw_col = [&](int i, int row, bool sync_before) {
+    if (((i & 1) ? tw_col_row1 : tw_col_row0) == row) return;
+    if (sync_before) __syncthreads();
+    load_tw_col<INVERSE>(sm.tw_col[i & 1], sm.scale[i & 1], t, row);
+    if (i & 1) tw_col_row1 = row;
+    else tw_col_row0 = row;
+  };
+  auto ensure_tw_row = [&](int row, bool sync_after) {
+    if (tw_row_row == row) return;
+    __syncthreads();  // the previous item's readers are done
+    load_tw_row(sm.tw_row, t, row, rank);
+    tw_row_row = row;
+    if (sync_after) __syncthreads();
+  };
+
+  // Item 0's first phase.
+  WorkItem cur = work_item(t, first, batch);
+  uint32_t q_cur = t.moduli[cur.row];
+  prefetch(0, 0);
+  if (n > 1) prefetch(1, 1); else copy_async_commit();
+  ensure_tw_col(0, cur.row, false);
+  ensure_tw_row(cur.row, false);
+  cluster_arrive();  // every CTA of the cluster runs (and has its twiddles) before remote writes
+  cluster_wait();
+  copy_async_wait<1>();  // item 0's slice
+  __syncthreads();
+  round1(0, q_cur);
+  __syncthreads();
+  round2(0, q_cur);
+  cluster_arrive();
+
+  // item i + 1's polynomial, row and prime, looked up an iteration ahead (dependent global loads
+  // in the loop's critical path otherwise)
+  WorkItem nxt = n > 1 ? work_item(t, first + 1, batch) : cur;
+  uint32_t q_nxt = t.moduli[nxt.row];
+  for (int i = 0; i < n; ++i) {
+    // Here item i's first phase is written to the owners' mid[i & 1], this CTA has arrived at
+    // the cluster barrier for it, and in[(i + 1) & 1] holds or receives item i + 1.
+    const bool more = i + 1 < n;
+    if (more) {  // item i + 1's first round, between the barrier's arrive and wait
+      // forward: tw_col[(i + 1) & 1]'s last readers (item i - 1's first phase) passed a barrier
+      // since; inverse: the row table's last readers are item i's first phase, hence the sync
+      if (!INVERSE) ensure_tw_col(i + 1, nxt.row, false);
+      else ensure_tw_row(nxt.row, false);
+      copy_async_wait<0>();  // item i + 1's slice: the newest group committed
+      __syncthreads();
+      round1(i + 1, q_nxt);
+    }
+    // mid[i & 1] is complete. Every CTA's reads of in[i & 1] (item i's first phase) precede its
+    // arrive, so the buffer can take item i + 2. The writes of item i + 1 into the owners'
+    // mid[(i + 1) & 1] (below) follow this wait, hence every owner's arrive for item i, which
+    // follows its last reads of that buffer (item i - 1's second phase).
+    cluster_wait();
+    if (i + 2 < n) prefetch(i + 2, i & 1); else copy_async_commit();
+    const WorkItem after = i + 2 < n ? work_item(t, first + i + 2, batch) : nxt;
+    const uint32_t q_after = t.moduli[after.row];
+    round3(i, q_cur);
+    __syncthreads();  // also publishes item i + 1's first round to its second
+    round4(i, q_cur, cur.poly);
+    if (more) {
+      // inverse: item i + 1's column table, for its second phase after the next wait (the
+      // arrive below orders the load before it)
+      if (INVERSE) ensure_tw_col(i + 1, nxt.row, true);
+      round2(i + 1, q_nxt);
+      cluster_arrive();
+      // forward: item i + 1's row table, for its second phase (item i's round 4 was the last
+      // reader); loaded after the arrive so that it overlaps the other CTAs' progress
+      if (!INVERSE) ensure_tw_row(nxt.row, true);
+      cur = nxt;
+      q_cur = q_nxt;
+      nxt = after;
+      q_nxt = q_after;
+    }
+  }
 #else
   __trap();  // launched only where the device reports compute capability 9.0 or newer
 #endif
 }
 
-// Launch the cluster kernel over `groups` polynomials (grid.y); returns false (and clears the
-// error) if the launch is refused, e.g. clusters of this size cannot be scheduled.
-template <int LOGN, bool INVERSE>
-bool launch_cluster(const uint32_t* src, uint32_t* dst, int64_t groups, const Tables& t,
-                    cudaStream_t stream) {
-  using G = ClusterGeometry<LOGN>;
-  auto kernel = ntt_cluster_kernel<LOGN, INVERSE>;
-  // the shared-memory opt-in is per device and per kernel: set it once, not on every launch
-  const bool opted_in = per_device([&](int) -> int64_t {
-    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                static_cast<int>(G::smem_bytes)) == cudaSuccess;
+// Clusters of this kernel that fit on the device at once (0 if none or the query fails); also
+// opts the kernel into its shared memory. Once per device.
+template <bool INVERSE>
+int64_t max_active_clusters() {
+  return per_device([](int) -> int64_t {
+    auto kernel = ntt_cluster_kernel<INVERSE>;
+    constexpr int smem = static_cast<int>(sizeof(ClusterSmem));
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess)
+      return 0;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(kCtas, 1, 1);
+    cfg.blockDim = dim3(kThreads, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = kCtas;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    return cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess ? clusters : 0;
   });
-  if (!opted_in) return false;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(G::C, static_cast<unsigned>(groups), 1);
-  cfg.blockDim = dim3(kClusterThreads, 1, 1);
-  cfg.dynamicSmemBytes = G::smem_bytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = G::C;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  if (cudaLaunchKernelEx(&cfg, kernel, src, dst, t) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return true;
 }
 
 template <bool INVERSE>
 ClusterRun run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
-                       Tables t) {
+                       const Tables& t) {
+  const int64_t fit = max_active_clusters<INVERSE>();
+  if (fit <= 0) return ClusterRun::kNotRun;
+  const int64_t clusters = std::min(fit, s.polys);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(clusters * kCtas), 1, 1);
+  cfg.blockDim = dim3(kThreads, 1, 1);
+  cfg.dynamicSmemBytes = sizeof(ClusterSmem);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = kCtas;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
   const int64_t batch = s.polys / s.limbs;
-  const int64_t batch_step = std::max<int64_t>(1, 65535 / s.limbs);
-  for (int64_t b0 = 0; b0 < batch; b0 += batch_step) {
-    t.batch0 = b0;
-    t.batch_count = std::min(batch_step, batch - b0);
-    const int64_t groups = t.batch_count * s.limbs;
-    bool ok = false;
-    switch (s.log_n) {
-      case 16: ok = launch_cluster<16, INVERSE>(src, dst, groups, t, stream); break;
-    }
-    // a refused first launch falls back to the two-phase kernels; a refusal after some
-    // chunks already ran (in place) cannot be redone, so it is an error
-    if (!ok) return b0 == 0 ? ClusterRun::kNotRun : ClusterRun::kFailed;
+  if (cudaLaunchKernelEx(&cfg, ntt_cluster_kernel<INVERSE>, src, dst, t, s.polys, batch) != cudaSuccess) {
+    cudaGetLastError();  // refused (e.g. no cluster of 8 can be scheduled): the caller falls back
+    return ClusterRun::kNotRun;
   }
   return ClusterRun::kRan;
 }
 
 }  // namespace
 
-// Opt-in (JAX_FHE_NTT_CLUSTER=1): on an H100 (L = 48, N = 2^16) it measured slower than the
-// two-phase kernels for the forward transform (498 vs 388 us at batch 16) and about equal for
-// the inverse (418 vs 426 us), because with one polynomial per thread every twiddle load serves
-// one butterfly (the two-phase kernels share each load among 4 polynomials), which keeps L2
-// busy. Only N = 2^16 in the lazy mode (every prime below 2^30) runs here.
+// JAX_FHE_NTT_CLUSTER: 1 always (where it applies), 0 never.
 ClusterRun run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
                            uint32_t* dst, Tables t, bool inverse, bool lazy) {
-  static const bool enabled = tuning_int("JAX_FHE_NTT_CLUSTER", 0) == 1;
-  if (!enabled || !lazy || s.log_n != 16 || cc_major() < 9)
-    return ClusterRun::kNotRun;
+  static const int64_t mode = tuning_int("JAX_FHE_NTT_CLUSTER", 0);
+  if (mode != 1 || !lazy || s.log_n != kLogN || cc_major() < 9) return ClusterRun::kNotRun;
   return inverse ? run_cluster<true>(stream, s, src, dst, t) : run_cluster<false>(stream, s, src, dst, t);
 }
 

@@ -1,0 +1,70 @@
+"""GPU check of the single-pass cluster NTT (ffi/ntt_cluster_cuda.cu) against the two-phase
+kernels and the CPU, run as a script on the GPU machine (the kernel is chosen per process by
+JAX_FHE_NTT_CLUSTER, so each path runs in its own subprocess):
+
+    python tests/ntt_cluster_check.py
+
+Shapes cover fewer polynomials than clusters, uneven per-cluster ranges, limb changes inside a
+cluster's range, repeated rows (twiddles kept across items), and the issue's L = 48, batch 16.
+Exits non-zero on any mismatch. test_cross_backend.py's "cluster" variant is the pytest form.
+"""
+import os
+import subprocess
+import sys
+
+SHAPES = [  # (batch, limbs, rows or None)
+    (1, 1, None), (1, 3, None), (3, 7, None), (2, 20, None), (16, 48, None), (5, 33, None),
+    (1, 12, (0, 0, 1, 1, 1, 2, 0, 0, 3, 3, 3, 3)), (2, 6, (4, 4, 4, 1, 1, 4)),
+]
+
+CHILD = r"""
+import sys, numpy as np, jax, jax.numpy as jnp
+from jax_fhe import ops, rns
+N = 1 << 16
+primes = rns.ntt_primes(30, 48, N)
+ctx = jax.device_put(rns.make_context(primes, N), jax.devices("gpu")[0])
+rng = np.random.default_rng(7)
+out = {}
+for bi, (batch, limbs, rows) in enumerate(SHAPES):
+    used = rows if rows is not None else tuple(range(limbs))
+    x = np.stack([rng.integers(0, primes[r], size=(batch, N), dtype=np.uint64) for r in used], 1).astype(np.uint32)
+    x[0, 0, :4] = [0, 1, primes[used[0]] - 1, primes[used[0]] - 2]
+    xd = jnp.asarray(x)
+    X = ops.ntt(xd, ctx, rows=rows)
+    Y = ops.intt(X, ctx, rows=rows)
+    Z = ops.intt(xd, ctx, rows=rows)
+    out[f"x{bi}"] = x
+    out[f"X{bi}"], out[f"Y{bi}"], out[f"Z{bi}"] = map(np.asarray, (X, Y, Z))
+np.savez(sys.argv[1], **out)
+"""
+
+
+def main():
+    import numpy as np
+    tmp = os.environ.get("OUT", "/tmp")
+    files = {}
+    for mode in ("1", "0"):
+        path = os.path.join(tmp, f"ntt_cluster_{mode}.npz")
+        env = dict(os.environ, JAX_FHE_NTT_CLUSTER=mode)
+        r = subprocess.run([sys.executable, "-c", f"SHAPES = {SHAPES!r}\n" + CHILD, path], env=env,
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            print(r.stdout, r.stderr)
+            sys.exit(f"child JAX_FHE_NTT_CLUSTER={mode} failed")
+        files[mode] = np.load(path)
+    bad = 0
+    for bi, shape in enumerate(SHAPES):
+        a, b = files["1"], files["0"]
+        ok = all(np.array_equal(a[f"{k}{bi}"], b[f"{k}{bi}"]) for k in "XYZ")
+        ok = ok and np.array_equal(a[f"Y{bi}"], a[f"x{bi}"])
+        if not ok:
+            bad += 1
+            for k in "XYZ":
+                d = np.argwhere(a[f"{k}{bi}"] != b[f"{k}{bi}"])
+                print(f"  {k}: {len(d)} mismatches, first {d[:5].tolist()}")
+        print(f"shape {shape}: {'ok' if ok else 'MISMATCH'}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
