@@ -60,12 +60,14 @@ constexpr int kThreads = 512;                  // 16 elements per thread
 constexpr int kTwRowWords = 2 * kSide;         // 256 (w, w') pairs per owned row
 
 struct ClusterSmem {
+  uint64_t full[2];                      // mid[b] has received its item (mbarriers)
   uint32_t in[2][kSliceWords];           // first phase's tiles, prefetched
   uint32_t mid[2][kSliceWords];          // second phase's tiles, written by the cluster
   uint32_t tw_row[kSlice * kTwRowWords];  // row-phase twiddles of the owned rows
-  uint32_t tw_col[2][kTwRowWords];       // column-phase twiddles, by polynomial parity
+  uint32_t tw_col[2][kTwRowWords];       // column-phase twiddles, by item parity
   uint32_t scale[2][4];                  // inverse: N^-1 and tw[1] N^-1 with Shoup companions
 };
+constexpr uint32_t kMidBytes = sizeof(uint32_t) * kSliceWords;  // a tile's transaction count
 
 __device__ __forceinline__ int col_tile(int r, int c) { return 32 * r + (c ^ ((r & 1) << 4)); }
 __device__ __forceinline__ int row_tile(int rho, int c) {
@@ -79,25 +81,54 @@ __device__ __forceinline__ int tw_row_slot(int t, int m) {
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void cluster_arrive() {
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_wait() {
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+// A whole-cluster barrier (release / acquire). SASS: MEMBAR.ALL.GPU before the arrive (it waits
+// for the thread's global stores) and an L1 invalidation after the wait, so the kernel uses it
+// only at its start and end; per item, the mbarriers below carry the ordering.
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
 }
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
 // shared::cluster address of `local` (this CTA's shared memory) in CTA `rank`
 __device__ __forceinline__ uint32_t map_rank(const void* local, uint32_t rank) {
-  uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(local)), r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_addr(local)), "r"(rank));
   return r;
 }
-__device__ __forceinline__ void store_remote(uint32_t addr, uint32_t v) {
-  asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+// makes the initialisations visible to the other CTAs' complete-tx (before a cluster barrier)
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// this CTA's arrival for the barrier's current phase, which then also waits for `bytes` of
+// st.async data (which may already have come: the transaction count goes negative meanwhile)
+__device__ __forceinline__ void mbar_expect(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.relaxed.cta.shared::cta.b64 _, [%0], %1;"
+               ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+// wait for the phase of parity `parity` to complete; acquire at cluster scope pairs with the
+// st.async complete-tx (release at cluster scope) of the other CTAs
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "WAIT_%=:\n\t"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra WAIT_%=;\n\t}"
+      ::"r"(smem_addr(bar)), "r"(parity) : "memory");
+}
+// 4 bytes into CTA-shared memory of the cluster (`addr` from map_rank), counted on that CTA's
+// mbarrier `bar` (likewise mapped); asynchronous, no fence
+__device__ __forceinline__ void store_async(uint32_t addr, uint32_t v, uint32_t bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%0], %1, [%2];"
+               ::"r"(addr), "r"(v), "r"(bar) : "memory");
 }
 #endif
 
@@ -153,15 +184,25 @@ __device__ __forceinline__ void radix16(uint32_t (&x)[16], uint32_t q, const uin
   }
 }
 
-// Polynomial `idx` of the launch's limb-major order, and its table row.
+// The launch's items in limb-major order (item = limb * batch + entry), walked one by one so
+// that the loop divides nothing (a 64-bit division is a software routine on the GPU).
 struct WorkItem {
   int64_t poly;
   int row;
 };
-__device__ __forceinline__ WorkItem work_item(const Tables& t, int64_t idx, int64_t batch) {
-  const int limb = static_cast<int>(idx / batch);
-  return {(idx % batch) * t.limbs + limb, t.rows[limb]};
-}
+struct ItemCursor {
+  int64_t entry;
+  int limb;
+  __device__ __forceinline__ static ItemCursor at(int64_t item, int64_t batch) {
+    return {item % batch, static_cast<int>(item / batch)};
+  }
+  __device__ __forceinline__ WorkItem item(const Tables& t) const {
+    return {entry * t.limbs + limb, t.rows[limb]};
+  }
+  __device__ __forceinline__ void advance(int64_t batch) {
+    if (++entry == batch) entry = 0, ++limb;
+  }
+};
 
 // The row-phase twiddles of this CTA's rows (rows [32 rank, 32 rank + 32)) of table row `row`.
 __device__ __forceinline__ void load_tw_row(uint32_t* dst, const Tables& t, int row, int rank) {
@@ -216,9 +257,47 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int n = static_cast<int>((cid + 1) * polys / clusters - first);
   if (n == 0) return;  // n is the same in every CTA of the cluster
 
-  // The first phase's slice of item i into in[b], 4 x 16 bytes per thread, one commit group.
-  auto prefetch = [&](int i, int b) {
-    const uint32_t* p = src + work_item(t, first + i, batch).poly * kN;
+  // ---- per-thread tile offsets (words), so that every element of a round sits at a
+  // compile-time offset from one of them ------------------------------------------------------
+  // round A (stages 0..3): column tile rows warp + 16 j      -> off_a + 512 j
+  const int off_a = col_tile(warp, lane);
+  // round B (stages 4..7): column tile rows 16 warp + j      -> off_b[j & 1] + 32 j
+  const int off_b[2] = {col_tile(16 * warp, lane), col_tile(16 * warp + 1, lane) - 32};
+  // round C (stages 8..11): row tile columns s + 16 j        -> off_c[(j >> 1) & 3][j & 1] + 32 (j >> 1)
+  int off_c[4][2];
+#pragma unroll
+  for (int c4 = 0; c4 < 4; ++c4)
+#pragma unroll
+    for (int p = 0; p < 2; ++p) off_c[c4][p] = row_tile(rho, s + 16 * p + 32 * c4) - 32 * c4;
+  // round D (stages 12..15): row tile columns 16 s + 4 v + e -> off_d[v] + e (16-byte vectors)
+  int off_d[4];
+#pragma unroll
+  for (int v = 0; v < 4; ++v) off_d[v] = row_tile(rho, 16 * s + 4 * v);
+  auto at_c = [&](int j) { return off_c[(j >> 1) & 3][j & 1] + 32 * (j >> 1); };
+
+  // ---- the first phase's remote stores: forward, rows 16 warp + j of the column tile go to
+  // CTA warp / 2 as its row-tile rows 16 (warp & 1) + j (column 32 rank + lane); inverse,
+  // columns s + 16 j of the row tile go to CTA j / 2 as its column-tile columns s + 16 (j & 1)
+  // (row 32 rank + rho). Byte offsets within the destination tile.
+  uint32_t remote_off[2];
+#pragma unroll
+  for (int p = 0; p < 2; ++p)
+    remote_off[p] = 4u * static_cast<uint32_t>(
+        INVERSE ? col_tile(kSlice * rank + rho, s + 16 * p)
+                : row_tile(16 * (warp & 1) + p, kSlice * rank + lane) - 256 * p);
+  constexpr int kDest = INVERSE ? kCtas : 1;
+  uint32_t remote_mid[kDest], remote_full[kDest];
+#pragma unroll
+  for (int k = 0; k < kDest; ++k) {
+    const uint32_t to = INVERSE ? k : warp >> 1;
+    remote_mid[k] = map_rank(sm.mid[0], to);
+    remote_full[k] = map_rank(&sm.full[0], to);
+  }
+
+  // The first phase's slice of polynomial `poly` into in[b], 4 x 16 bytes per thread, one
+  // commit group.
+  auto prefetch = [&](int64_t poly, int b) {
+    const uint32_t* p = src + poly * kN;
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       const int chunk = tid + u * kThreads;
@@ -240,89 +319,88 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto row_slot_d = [&](int t, int m) { return tw_row_slot(t + 4, (s << t) + m); };  // 12..15
   const uint32_t* twr = sm.tw_row + rho * kTwRowWords;
 
-  // Where the first phase's last round writes (shared::cluster addresses of mid[0]): forward,
-  // the thread's rows 16 warp + j belong to CTA warp / 2; inverse, its columns s + 16 j to CTA
-  // j / 2 (all eight).
-  constexpr uint32_t kMidBytes = sizeof(uint32_t) * kSliceWords;
-  uint32_t remote[INVERSE ? kCtas : 1];
+  // ---- the rounds of item i. Forward: A (column tile in[]), B (-> the owners' row tiles mid[]),
+  // C (row tile), D (-> dst). Inverse: D (row tile in[]), C (-> the owners' column tiles), B
+  // (column tile), A with the N^-1 scaling (-> dst). ------------------------------------------
+  auto round_a = [&](uint32_t* tile, uint32_t (&x)[16], bool load) {
 #pragma unroll
-  for (int k = 0; k < (INVERSE ? kCtas : 1); ++k) remote[k] = map_rank(sm.mid[0], INVERSE ? k : warp >> 1);
-
-  // The four rounds of item i. Forward: A (stages 0..3 on rows warp + 16 j of the column tile),
-  // B (4..7, rows 16 warp + j; to the owners' row tiles), C (8..11, columns s + 16 j of the row
-  // tile), D (12..15, columns 16 s + j; to dst). Inverse: D, C (to the owners' column tiles),
-  // B, A with the N^-1 scaling (to dst).
-  auto round1 = [&](int i, uint32_t q) {
-    uint32_t* tile = sm.in[i & 1];
-    uint32_t x[16];
-    if (!INVERSE) {
+    for (int j = 0; j < 16; ++j) {
+      if (load) x[j] = tile[off_a + 512 * j];
+      else tile[off_a + 512 * j] = x[j];
+    }
+  };
+  auto round_b = [&](uint32_t* tile, uint32_t (&x)[16], bool load) {
 #pragma unroll
-      for (int j = 0; j < 16; ++j) x[j] = tile[col_tile(warp + 16 * j, lane)];
-      radix16<false>(x, q, sm.tw_col[i & 1], col_slot_a);
+    for (int j = 0; j < 16; ++j) {
+      if (load) x[j] = tile[off_b[j & 1] + 32 * j];
+      else tile[off_b[j & 1] + 32 * j] = x[j];
+    }
+  };
+  auto round_c = [&](uint32_t* tile, uint32_t (&x)[16], bool load) {
 #pragma unroll
-      for (int j = 0; j < 16; ++j) tile[col_tile(warp + 16 * j, lane)] = x[j];
-    } else {
+    for (int j = 0; j < 16; ++j) {
+      if (load) x[j] = tile[at_c(j)];
+      else tile[at_c(j)] = x[j];
+    }
+  };
+  auto round_d = [&](uint32_t* tile, uint32_t (&x)[16], bool load) {
 #pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        const uint4 u = *reinterpret_cast<const uint4*>(tile + row_tile(rho, 16 * s + 4 * v));
+    for (int v = 0; v < 4; ++v) {
+      uint4* p = reinterpret_cast<uint4*>(tile + off_d[v]);
+      if (load) {
+        const uint4 u = *p;
         x[4 * v] = u.x, x[4 * v + 1] = u.y, x[4 * v + 2] = u.z, x[4 * v + 3] = u.w;
+      } else {
+        *p = make_uint4(x[4 * v], x[4 * v + 1], x[4 * v + 2], x[4 * v + 3]);
       }
+    }
+  };
+  auto round1 = [&](int i, uint32_t q) {  // in place in in[i & 1]
+    uint32_t x[16];
+    if (!INVERSE) {
+      round_a(sm.in[i & 1], x, true);
+      radix16<false>(x, q, sm.tw_col[i & 1], col_slot_a);
+      round_a(sm.in[i & 1], x, false);
+    } else {
+      round_d(sm.in[i & 1], x, true);
       radix16<true>(x, q, twr, row_slot_d);
-#pragma unroll
-      for (int v = 0; v < 4; ++v)
-        *reinterpret_cast<uint4*>(tile + row_tile(rho, 16 * s + 4 * v)) =
-            make_uint4(x[4 * v], x[4 * v + 1], x[4 * v + 2], x[4 * v + 3]);
+      round_d(sm.in[i & 1], x, false);
     }
   };
-  auto round2 = [&](int i, uint32_t q) {
-    const uint32_t* tile = sm.in[i & 1];
-    const uint32_t off = (i & 1) * kMidBytes;
+  auto round2 = [&](int i, uint32_t q) {  // from in[i & 1] to the owners' mid[i & 1]
     uint32_t x[16];
+    const uint32_t mid_off = (i & 1) * kMidBytes, full_off = (i & 1) * sizeof(uint64_t);
     if (!INVERSE) {
-#pragma unroll
-      for (int j = 0; j < 16; ++j) x[j] = tile[col_tile(16 * warp + j, lane)];
+      round_b(sm.in[i & 1], x, true);
       radix16<false>(x, q, sm.tw_col[i & 1], col_slot_b);
-      // row 16 warp + j is the owner's row 16 (warp & 1) + j; column 32 rank + lane
 #pragma unroll
       for (int j = 0; j < 16; ++j)
-        store_remote(remote[0] + off + 4 * row_tile(16 * (warp & 1) + j, kSlice * rank + lane), x[j]);
+        store_async(remote_mid[0] + mid_off + remote_off[j & 1] + 1024 * j, x[j], remote_full[0] + full_off);
     } else {
-#pragma unroll
-      for (int j = 0; j < 16; ++j) x[j] = tile[row_tile(rho, s + 16 * j)];
+      round_c(sm.in[i & 1], x, true);
       radix16<true>(x, q, twr, row_slot_c);
-      // column s + 16 j is the owner's column s + 16 (j & 1); row 32 rank + rho
 #pragma unroll
       for (int j = 0; j < 16; ++j)
-        store_remote(remote[j >> 1] + off + 4 * col_tile(kSlice * rank + rho, s + 16 * (j & 1)), x[j]);
+        store_async(remote_mid[j >> 1] + mid_off + remote_off[j & 1], x[j], remote_full[j >> 1] + full_off);
     }
   };
-  auto round3 = [&](int i, uint32_t q) {
-    uint32_t* tile = sm.mid[i & 1];
+  auto round3 = [&](int i, uint32_t q) {  // in place in mid[i & 1]
     uint32_t x[16];
     if (!INVERSE) {
-#pragma unroll
-      for (int j = 0; j < 16; ++j) x[j] = tile[row_tile(rho, s + 16 * j)];
+      round_c(sm.mid[i & 1], x, true);
       radix16<false>(x, q, twr, row_slot_c);
-#pragma unroll
-      for (int j = 0; j < 16; ++j) tile[row_tile(rho, s + 16 * j)] = x[j];
+      round_c(sm.mid[i & 1], x, false);
     } else {
-#pragma unroll
-      for (int j = 0; j < 16; ++j) x[j] = tile[col_tile(16 * warp + j, lane)];
+      round_b(sm.mid[i & 1], x, true);
       radix16<true>(x, q, sm.tw_col[i & 1], col_slot_b);
-#pragma unroll
-      for (int j = 0; j < 16; ++j) tile[col_tile(16 * warp + j, lane)] = x[j];
+      round_b(sm.mid[i & 1], x, false);
     }
   };
-  auto round4 = [&](int i, uint32_t q, int64_t poly) {
-    const uint32_t* tile = sm.mid[i & 1];
+  auto round4 = [&](int i, uint32_t q, int64_t poly) {  // from mid[i & 1] to dst (canonical)
     uint32_t* out = dst + poly * kN;
     uint32_t x[16];
     if (!INVERSE) {
-#pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        const uint4 u = *reinterpret_cast<const uint4*>(tile + row_tile(rho, 16 * s + 4 * v));
-        x[4 * v] = u.x, x[4 * v + 1] = u.y, x[4 * v + 2] = u.z, x[4 * v + 3] = u.w;
-      }
+      round_d(sm.mid[i & 1], x, true);
       radix16<false>(x, q, twr, row_slot_d);
       const uint32_t two_q = register_two_q(q);
 #pragma unroll
@@ -331,8 +409,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int v = 0; v < 4; ++v) o[v] = make_uint4(x[4 * v], x[4 * v + 1], x[4 * v + 2], x[4 * v + 3]);
     } else {
-#pragma unroll
-      for (int j = 0; j < 16; ++j) x[j] = tile[col_tile(warp + 16 * j, lane)];
+      round_a(sm.mid[i & 1], x, true);
       radix16<true, true>(x, q, sm.tw_col[i & 1], col_slot_a, sm.scale[i & 1]);
       uint32_t* o = out + warp * kSide + kSlice * rank + lane;
 #pragma unroll
@@ -340,85 +417,95 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
-  // Twiddles: the column table is double-buffered by item parity (tw_col_row[b]: the table row
-  // buffer b holds), the row table single (tw_row_row). Each load is bracketed by barriers of
-  // its own unless the schedule below provides them.
+  // ---- twiddles: the column table double-buffered by item parity (tw_col_row0/1: the table
+  // row each buffer holds), the row table single (tw_row_row). A reload happens only where the
+  // prime changes, between barriers of its own.
   int tw_col_row0 = -1, tw_col_row1 = -1;  // not an array: indexed by i & 1 it is a stack slot
   int tw_row_row = -1;
-  auto ensure_tw_col = [&](int i, int row, bool sync_before) {
+  auto ensure_tw_col = [&](int i, int row) {
     if (((i & 1) ? tw_col_row1 : tw_col_row0) == row) return;
-    if (sync_before) __syncthreads();
+    __syncthreads();  // the buffer's last readers (item i - 2) are done
     load_tw_col<INVERSE>(sm.tw_col[i & 1], sm.scale[i & 1], t, row);
+    __syncthreads();
     if (i & 1) tw_col_row1 = row;
     else tw_col_row0 = row;
   };
-  auto ensure_tw_row = [&](int row, bool sync_after) {
+  auto ensure_tw_row = [&](int row) {
     if (tw_row_row == row) return;
     __syncthreads();  // the previous item's readers are done
     load_tw_row(sm.tw_row, t, row, rank);
+    __syncthreads();
     tw_row_row = row;
-    if (sync_after) __syncthreads();
+  };
+  auto ensure_first_phase_tw = [&](int i, int row) {
+    if (INVERSE) ensure_tw_row(row); else ensure_tw_col(i, row);
+  };
+  auto ensure_second_phase_tw = [&](int i, int row) {
+    if (INVERSE) ensure_tw_col(i, row); else ensure_tw_row(row);
   };
 
-  // Item 0's first phase.
-  WorkItem cur = work_item(t, first, batch);
-  uint32_t q_cur = t.moduli[cur.row];
-  prefetch(0, 0);
-  if (n > 1) prefetch(1, 1); else copy_async_commit();
-  ensure_tw_col(0, cur.row, false);
-  ensure_tw_row(cur.row, false);
-  cluster_arrive();  // every CTA of the cluster runs (and has its twiddles) before remote writes
-  cluster_wait();
+  // ---- item 0's first phase ------------------------------------------------------------------
+  // full[b] counts the bytes of item b, b + 2, ... arriving in mid[b]: armed (this CTA's one
+  // arrival + 32 KB expected) for item i + 2 as soon as item i has completed it.
+  if (tid == 0) {
+    mbar_init(&sm.full[0], 1);
+    mbar_init(&sm.full[1], 1);
+    mbar_init_fence();
+    mbar_expect(&sm.full[0], kMidBytes);
+    if (n > 1) mbar_expect(&sm.full[1], kMidBytes);
+  }
+  ItemCursor ahead = ItemCursor::at(first, batch);  // the next item to look up
+  WorkItem cur = ahead.item(t);
+  ahead.advance(batch);
+  // item i + 1's polynomial, row and prime are looked up an iteration ahead (dependent global
+  // loads in the loop's critical path otherwise)
+  WorkItem nxt = n > 1 ? ahead.item(t) : cur;
+  ahead.advance(batch);
+  uint32_t q_cur = t.moduli[cur.row], q_nxt = t.moduli[nxt.row];
+  prefetch(cur.poly, 0);
+  if (n > 1) prefetch(nxt.poly, 1); else copy_async_commit();
+  ensure_first_phase_tw(0, cur.row);
+  ensure_second_phase_tw(0, cur.row);
+  cluster_sync_all();  // every CTA runs and has initialised its barriers before any st.async
   copy_async_wait<1>();  // item 0's slice
   __syncthreads();
   round1(0, q_cur);
   __syncthreads();
   round2(0, q_cur);
-  cluster_arrive();
 
-  // item i + 1's polynomial, row and prime, looked up an iteration ahead (dependent global loads
-  // in the loop's critical path otherwise)
-  WorkItem nxt = n > 1 ? work_item(t, first + 1, batch) : cur;
-  uint32_t q_nxt = t.moduli[nxt.row];
   for (int i = 0; i < n; ++i) {
-    // Here item i's first phase is written to the owners' mid[i & 1], this CTA has arrived at
-    // the cluster barrier for it, and in[(i + 1) & 1] holds or receives item i + 1.
+    // Here item i's first phase is on its way to the owners' mid[i & 1], and in[(i + 1) & 1]
+    // holds or receives item i + 1.
     const bool more = i + 1 < n;
-    if (more) {  // item i + 1's first round, between the barrier's arrive and wait
-      // forward: tw_col[(i + 1) & 1]'s last readers (item i - 1's first phase) passed a barrier
-      // since; inverse: the row table's last readers are item i's first phase, hence the sync
-      if (!INVERSE) ensure_tw_col(i + 1, nxt.row, false);
-      else ensure_tw_row(nxt.row, false);
+    if (more) {  // item i + 1's first round overlaps the arrival of item i
+      ensure_first_phase_tw(i + 1, nxt.row);
       copy_async_wait<0>();  // item i + 1's slice: the newest group committed
-      __syncthreads();
+      __syncthreads();       // (also: every thread's item i first phase is done with in[i & 1])
       round1(i + 1, q_nxt);
     }
-    // mid[i & 1] is complete. Every CTA's reads of in[i & 1] (item i's first phase) precede its
-    // arrive, so the buffer can take item i + 2. The writes of item i + 1 into the owners'
-    // mid[(i + 1) & 1] (below) follow this wait, hence every owner's arrive for item i, which
-    // follows its last reads of that buffer (item i - 1's second phase).
-    cluster_wait();
-    if (i + 2 < n) prefetch(i + 2, i & 1); else copy_async_commit();
-    const WorkItem after = i + 2 < n ? work_item(t, first + i + 2, batch) : nxt;
+    mbar_wait(&sm.full[i & 1], (i >> 1) & 1);  // mid[i & 1] holds item i
+    if (tid == 0 && i + 2 < n) mbar_expect(&sm.full[i & 1], kMidBytes);
+    const WorkItem after = i + 2 < n ? ahead.item(t) : nxt;
     const uint32_t q_after = t.moduli[after.row];
+    ahead.advance(batch);
+    if (i + 2 < n) prefetch(after.poly, i & 1); else copy_async_commit();
     round3(i, q_cur);
-    __syncthreads();  // also publishes item i + 1's first round to its second
+    __syncthreads();  // (also publishes item i + 1's first round to its second)
     round4(i, q_cur, cur.poly);
     if (more) {
-      // inverse: item i + 1's column table, for its second phase after the next wait (the
-      // arrive below orders the load before it)
-      if (INVERSE) ensure_tw_col(i + 1, nxt.row, true);
+      // Every thread here is done reading mid[i & 1]. The other CTAs write item i + 2 there only
+      // after their full barrier for item i + 1 completes, which needs this CTA's item i + 1
+      // stores below (the complete-tx releases, the wait acquires): so the buffer is free then.
+      __syncthreads();
+      ensure_second_phase_tw(i + 1, nxt.row);
       round2(i + 1, q_nxt);
-      cluster_arrive();
-      // forward: item i + 1's row table, for its second phase (item i's round 4 was the last
-      // reader); loaded after the arrive so that it overlaps the other CTAs' progress
-      if (!INVERSE) ensure_tw_row(nxt.row, true);
       cur = nxt;
       q_cur = q_nxt;
       nxt = after;
       q_nxt = q_after;
     }
   }
+  cluster_sync_all();  // no CTA leaves while st.async data of the cluster may be in flight
 #else
   __trap();  // launched only where the device reports compute capability 9.0 or newer
 #endif
