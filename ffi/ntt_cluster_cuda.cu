@@ -4,39 +4,42 @@
 //
 // Geometry. N = 256 x 256, row-major (index i = 256 r + c). The forward transform's stages 0..7
 // pair elements of one column, stages 8..15 elements of one row (ntt_cuda.cu's header). A
-// thread-block cluster of 8 CTAs, one per SM, holds one polynomial at a time:
-//   column phase: CTA k owns columns [32k, 32k + 32) (a 256 x 32 tile, 32 KB);
-//   row phase:    CTA m owns rows    [32m, 32m + 32) (a 32 x 256 tile, 32 KB).
-// Between the phases every CTA writes its column results straight into the owners' row tiles
-// through distributed shared memory; a cluster barrier separates the writes from the reads. The
-// inverse runs the mirror image (rows first, then columns, then the N^-1 scaling).
+// thread-block cluster of C CTAs (8 or 16) holds one polynomial at a time, each CTA a slice of
+// S = 256 / C columns or rows:
+//   column phase: CTA k owns columns [S k, S k + S) (a 256 x S tile);
+//   row phase:    CTA m owns rows    [S m, S m + S) (an S x 256 tile).
+// The column phase's results go straight into the owners' row tiles through distributed shared
+// memory (st.async, each store counted on the owner's mbarrier). The inverse runs the mirror
+// image (rows first, then columns, then the N^-1 scaling).
 //
-// Inside a phase, each of the 512 threads holds 16 elements and runs 4 stages in registers
+// Inside a phase each of the 4096 / C threads holds 16 elements and runs 4 stages in registers
 // (radix-16 rounds); the two rounds of a phase exchange through the CTA's own tile.
 //
-// Persistence. The grid is as many clusters as fit (one CTA per SM); each takes a contiguous
-// range of polynomials in limb-major order (the batch entries of one limb in a row), so:
+// Persistence. The grid is as many clusters as fit; each takes a contiguous range of
+// polynomials in limb-major order (the batch entries of one limb in a row), so:
 //   * the twiddles live in shared memory and are reloaded only when the prime changes: the
 //     column phase's 255 (universal) pairs, double-buffered, and the row phase's 255 pairs per
-//     owned row (64 KB). Twiddles are the loads that made the first cluster kernel (one
-//     polynomial per thread, every twiddle from L2) slower than the two-phase kernels;
+//     owned row. Twiddles are the loads that made the first cluster kernel (one polynomial per
+//     thread, every twiddle from L2) slower than the two-phase kernels;
 //   * the next polynomial's slice is prefetched with cp.async while the current one computes,
 //     into the other of two input tiles;
-//   * the next polynomial's first round runs between the cluster barrier's arrive and wait, so
-//     the barrier's latency hides behind work. The row tiles are double-buffered, which makes
-//     that safe (see the loop's comments).
+//   * the next polynomial's first round runs while the current one's slices arrive; the second
+//     phase's tiles are double-buffered (see the loop for why no barrier is needed between).
+// C = 8: one 512-thread CTA per SM (200 KB of shared memory); C = 16 (a non-portable cluster
+// size): two 256-thread CTAs of 100 KB per SM, whose barriers and phases do not line up.
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
-//   column tile [256][32]: (r, c) at 32 r + (c ^ 16 (r & 1)): a warp reads one row (32
-//     columns); the inverse's remote writes (two rows of 16 columns per warp) hit both halves.
-//   row tile [32][256]: (rho, c) at 256 rho + (c ^ 16 (rho & 1) ^ 4 ((c >> 5) & 3)): the second
+//   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
+//     swapped where r & 16, i.e. (r, c) at 16 (r ^ ((r >> 4) & 1)) + c. A warp reads one row
+//     (S = 32) or two rows (S = 16) whose words cover all banks; the inverse's remote writes
+//     (two rows of 16 columns per warp) too.
+//   row tile [S][256]: (rho, c) at 256 rho + (c ^ 16 (rho & 1) ^ 4 ((c >> 5) & 3)): the second
 //     round's 16-byte loads of 16 consecutive columns spread a quarter warp over all 32 banks,
 //     the first round's 16-column strides over both halves.
 //   row twiddles: per owned row, 256 pairs (w, w') at "heap" index k = 2^t + m for the pair of
 //     local stage t (0..7) and group m, except that for t >= 5 the pair of thread s
 //     (m = 2^(t-4) s + 2 i + b) sits at 2^t + 32 i + 2 s + b, so a quarter warp's 16-byte loads
 //     are consecutive.
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -52,27 +55,34 @@ namespace {
 
 constexpr int kLogN = 16;
 constexpr int kN = 1 << kLogN;
-constexpr int kSide = 256;                     // rows = columns
-constexpr int kCtas = 8;                       // CTAs per cluster (per polynomial)
-constexpr int kSlice = kSide / kCtas;          // columns or rows a CTA owns: 32
-constexpr int kSliceWords = kN / kCtas;        // 8192
-constexpr int kThreads = 512;                  // 16 elements per thread
-constexpr int kTwRowWords = 2 * kSide;         // 256 (w, w') pairs per owned row
+constexpr int kSide = 256;              // rows = columns
+constexpr int kTwRowWords = 2 * kSide;  // 256 (w, w') pairs per owned row
 
-struct ClusterSmem {
-  uint64_t full[2];                      // mid[b] has received its item (mbarriers)
-  uint32_t in[2][kSliceWords];           // first phase's tiles, prefetched
-  uint32_t mid[2][kSliceWords];          // second phase's tiles, written by the cluster
-  uint32_t tw_row[kSlice * kTwRowWords];  // row-phase twiddles of the owned rows
-  uint32_t tw_col[2][kTwRowWords];       // column-phase twiddles, by item parity
-  uint32_t scale[2][4];                  // inverse: N^-1 and tw[1] N^-1 with Shoup companions
+template <int C>
+struct Cluster {
+  static_assert(C == 8 || C == 16, "clusters of 8 or 16 CTAs");
+  static constexpr int kSlice = kSide / C;     // columns or rows a CTA owns
+  static constexpr int kSliceWords = kN / C;
+  static constexpr int kThreads = kSliceWords / 16;  // 16 elements per thread
+  static constexpr int kMinBlocks = C == 8 ? 1 : 2;  // CTAs per SM
+  static constexpr uint32_t kMidBytes = sizeof(uint32_t) * kSliceWords;  // an item's transactions
+  struct Smem {
+    uint64_t full[2];                       // mid[b] has received its item (mbarriers)
+    uint32_t in[2][kSliceWords];            // first phase's tiles, prefetched
+    uint32_t mid[2][kSliceWords];           // second phase's tiles, written by the cluster
+    uint32_t tw_row[kSlice * kTwRowWords];  // row-phase twiddles of the owned rows
+    uint32_t tw_col[2][kTwRowWords];        // column-phase twiddles, by item parity
+    uint32_t scale[2][4];                   // inverse: N^-1 and tw[1] N^-1 with Shoup companions
+  };
+  static __device__ __forceinline__ int col_tile(int r, int c) {
+    if constexpr (C == 8) return 32 * r + (c ^ ((r & 1) << 4));
+    else return 16 * (r ^ ((r >> 4) & 1)) + c;
+  }
+  static __device__ __forceinline__ int row_tile(int rho, int c) {
+    return 256 * rho + (c ^ ((rho & 1) << 4) ^ (((c >> 5) & 3) << 2));
+  }
 };
-constexpr uint32_t kMidBytes = sizeof(uint32_t) * kSliceWords;  // a tile's transaction count
 
-__device__ __forceinline__ int col_tile(int r, int c) { return 32 * r + (c ^ ((r & 1) << 4)); }
-__device__ __forceinline__ int row_tile(int rho, int c) {
-  return 256 * rho + (c ^ ((rho & 1) << 4) ^ (((c >> 5) & 3) << 2));
-}
 // pair slot of row-phase local stage t (0..7), group m, for thread s of the second round
 __device__ __forceinline__ int tw_row_slot(int t, int m) {
   if (t <= 4) return (1 << t) + m;
@@ -204,12 +214,14 @@ struct ItemCursor {
   }
 };
 
-// The row-phase twiddles of this CTA's rows (rows [32 rank, 32 rank + 32)) of table row `row`.
+// The row-phase twiddles of rows [S rank, S rank + S) of table row `row`.
+template <int C>
 __device__ __forceinline__ void load_tw_row(uint32_t* dst, const Tables& t, int row, int rank) {
+  using G = Cluster<C>;
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
 #pragma unroll  // 16 per thread, all loads in flight
-  for (int idx = threadIdx.x; idx < kSlice * kSide; idx += kThreads) {
+  for (int idx = threadIdx.x; idx < G::kSlice * kSide; idx += G::kThreads) {
     const int rho = idx >> 8, p = idx & 255;
     if (p == 0) continue;
     const int st = 31 - __clz(p);
@@ -218,7 +230,7 @@ __device__ __forceinline__ void load_tw_row(uint32_t* dst, const Tables& t, int 
       const int i = m >> 5, s = (m & 31) >> 1, b = m & 1;
       m = (s << (st - 4)) + 2 * i + b;
     }
-    const int r = kSlice * rank + rho;
+    const int r = G::kSlice * rank + rho;
     const int g = (1 << (8 + st)) + (r << st) + m;  // stage 8 + st, group (r << st) + m
     *reinterpret_cast<uint2*>(dst + rho * kTwRowWords + 2 * p) = make_uint2(tw[g], tws[g]);
   }
@@ -230,9 +242,9 @@ template <bool INVERSE>
 __device__ __forceinline__ void load_tw_col(uint32_t* dst, uint32_t* scale, const Tables& t, int row) {
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
-  const int k = threadIdx.x;
-  if (k < kSide) *reinterpret_cast<uint2*>(dst + 2 * k) = make_uint2(tw[k], tws[k]);
-  if (INVERSE && k == kSide) {
+  for (int k = threadIdx.x; k < kSide; k += blockDim.x)
+    *reinterpret_cast<uint2*>(dst + 2 * k) = make_uint2(tw[k], tws[k]);
+  if (INVERSE && threadIdx.x == 0) {
     const uint32_t q = t.moduli[row], n_inv = t.scale[row], n_inv_s = t.scale_shoup[row];
     const uint32_t w1 = mul_shoup(tw[1], n_inv, n_inv_s, q);
     scale[0] = n_inv, scale[1] = n_inv_s;
@@ -240,59 +252,61 @@ __device__ __forceinline__ void load_tw_col(uint32_t* dst, uint32_t* scale, cons
   }
 }
 
-
-template <bool INVERSE>
-__global__ void __launch_bounds__(kThreads, 1)
+template <int C, bool INVERSE>
+__global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
     ntt_cluster_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                        Tables t, int64_t polys, int64_t batch) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using G = Cluster<C>;
+  constexpr int S = G::kSlice;
   extern __shared__ __align__(16) uint32_t smem_words[];
-  ClusterSmem& sm = *reinterpret_cast<ClusterSmem*>(smem_words);
+  typename G::Smem& sm = *reinterpret_cast<typename G::Smem*>(smem_words);
   const int tid = threadIdx.x;
-  const int warp = tid >> 5, lane = tid & 31;  // column phase: lane = owned column
-  const int rho = tid >> 4, s = tid & 15;      // row phase: owned row, thread within the row
+  const int col = tid % S, g = tid / S;   // column phase: owned column, row group (0..15)
+  const int rho = tid >> 4, s = tid & 15;  // row phase: owned row, thread within the row
   const int rank = static_cast<int>(cluster_rank());
-  const int64_t clusters = gridDim.x / kCtas, cid = blockIdx.x / kCtas;
+  const int64_t clusters = gridDim.x / C, cid = blockIdx.x / C;
   const int64_t first = cid * polys / clusters;
   const int n = static_cast<int>((cid + 1) * polys / clusters - first);
   if (n == 0) return;  // n is the same in every CTA of the cluster
 
   // ---- per-thread tile offsets (words), so that every element of a round sits at a
   // compile-time offset from one of them ------------------------------------------------------
-  // round A (stages 0..3): column tile rows warp + 16 j      -> off_a + 512 j
-  const int off_a = col_tile(warp, lane);
-  // round B (stages 4..7): column tile rows 16 warp + j      -> off_b[j & 1] + 32 j
-  const int off_b[2] = {col_tile(16 * warp, lane), col_tile(16 * warp + 1, lane) - 32};
-  // round C (stages 8..11): row tile columns s + 16 j        -> off_c[(j >> 1) & 3][j & 1] + 32 (j >> 1)
-  int off_c[4][2];
-#pragma unroll
-  for (int c4 = 0; c4 < 4; ++c4)
-#pragma unroll
-    for (int p = 0; p < 2; ++p) off_c[c4][p] = row_tile(rho, s + 16 * p + 32 * c4) - 32 * c4;
+  // round A (stages 0..3): column tile rows g + 16 j       -> off_a[j & 1] + 16 S j
+  // round B (stages 4..7): column tile rows 16 g + j       -> off_b[j & 1] + S j
+  // round C (stages 8..11): row tile columns s + 16 j      -> at_c(j)
   // round D (stages 12..15): row tile columns 16 s + 4 v + e -> off_d[v] + e (16-byte vectors)
-  int off_d[4];
+  int off_a[2], off_b[2], off_c[4][2], off_d[4];
 #pragma unroll
-  for (int v = 0; v < 4; ++v) off_d[v] = row_tile(rho, 16 * s + 4 * v);
+  for (int p = 0; p < 2; ++p) {
+    off_a[p] = G::col_tile(g + 16 * p, col) - 16 * S * p;
+    off_b[p] = G::col_tile(16 * g + p, col) - S * p;
+#pragma unroll
+    for (int c4 = 0; c4 < 4; ++c4) off_c[c4][p] = G::row_tile(rho, s + 16 * p + 32 * c4) - 32 * c4;
+  }
+#pragma unroll
+  for (int v = 0; v < 4; ++v) off_d[v] = G::row_tile(rho, 16 * s + 4 * v);
   auto at_c = [&](int j) { return off_c[(j >> 1) & 3][j & 1] + 32 * (j >> 1); };
 
-  // ---- the first phase's remote stores: forward, rows 16 warp + j of the column tile go to
-  // CTA warp / 2 as its row-tile rows 16 (warp & 1) + j (column 32 rank + lane); inverse,
-  // columns s + 16 j of the row tile go to CTA j / 2 as its column-tile columns s + 16 (j & 1)
-  // (row 32 rank + rho). Byte offsets within the destination tile.
+  // ---- the first phase's remote stores. Forward: rows 16 g + j of the column tile go to CTA
+  // (16 g + j) / S, the same for all j, as its row-tile rows 16 g + j - S owner (column
+  // S rank + col). Inverse: columns s + 16 j of the row tile go to CTA (s + 16 j) / S = j / (S / 16)
+  // as its column-tile columns (s + 16 j) % S (row S rank + rho). Byte offsets within the tile:
+  // element j at remote_off[j & 1] (+ 1024 j forward).
+  constexpr int kDest = INVERSE ? C : 1;
+  const int owner_fwd = 16 * g / S;
   uint32_t remote_off[2];
 #pragma unroll
   for (int p = 0; p < 2; ++p)
     remote_off[p] = 4u * static_cast<uint32_t>(
-        INVERSE ? col_tile(kSlice * rank + rho, s + 16 * p)
-                : row_tile(16 * (warp & 1) + p, kSlice * rank + lane) - 256 * p);
-  constexpr int kDest = INVERSE ? kCtas : 1;
-  uint32_t remote_mid[kDest], remote_full[kDest];
+        INVERSE ? G::col_tile(S * rank + rho, (s + 16 * p) % S)
+                : G::row_tile(16 * g + p - S * owner_fwd, S * rank + col) - 256 * p);
+  uint32_t remote_mid[kDest];
 #pragma unroll
-  for (int k = 0; k < kDest; ++k) {
-    const uint32_t to = INVERSE ? k : warp >> 1;
-    remote_mid[k] = map_rank(sm.mid[0], to);
-    remote_full[k] = map_rank(&sm.full[0], to);
-  }
+  for (int k = 0; k < kDest; ++k) remote_mid[k] = map_rank(sm.mid[0], INVERSE ? k : owner_fwd);
+  // the owner's full[0] at a fixed distance from its mid[0] (one CTA's window is contiguous;
+  // checked once below)
+  const uint32_t full_delta = smem_addr(&sm.full[0]) - smem_addr(sm.mid[0]);
 
   // The first phase's slice of polynomial `poly` into in[b], 4 x 16 bytes per thread, one
   // commit group.
@@ -300,22 +314,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t* p = src + poly * kN;
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      const int chunk = tid + u * kThreads;
-      if (!INVERSE) {  // column tile: 256 rows x 8 chunks
-        const int r = chunk >> 3, c = 4 * (chunk & 7);
-        copy_async16(reinterpret_cast<uint4*>(sm.in[b] + col_tile(r, c)), p + r * kSide + kSlice * rank + c);
-      } else {  // row tile: 32 rows x 64 chunks
+      const int chunk = tid + u * G::kThreads;
+      if (!INVERSE) {  // column tile: 256 rows x S / 4 chunks
+        const int r = chunk / (S / 4), c = 4 * (chunk % (S / 4));
+        copy_async16(reinterpret_cast<uint4*>(sm.in[b] + G::col_tile(r, c)), p + r * kSide + S * rank + c);
+      } else {  // row tile: S rows x 64 chunks
         const int r = chunk >> 6, c = 4 * (chunk & 63);
-        copy_async16(reinterpret_cast<uint4*>(sm.in[b] + row_tile(r, c)), p + (kSlice * rank + r) * kSide + c);
+        copy_async16(reinterpret_cast<uint4*>(sm.in[b] + G::row_tile(r, c)), p + (S * rank + r) * kSide + c);
       }
     }
     copy_async_commit();
   };
 
   // Twiddle slots of the four rounds (see radix16).
-  auto col_slot_a = [](int t, int m) { return (1 << t) + m; };                  // stages 0..3
-  auto col_slot_b = [&](int t, int m) { return (16 << t) + (warp << t) + m; };  // stages 4..7
-  auto row_slot_c = [](int t, int m) { return (1 << t) + m; };                  // stages 8..11
+  auto col_slot_a = [](int t, int m) { return (1 << t) + m; };               // stages 0..3
+  auto col_slot_b = [&](int t, int m) { return (16 << t) + (g << t) + m; };  // stages 4..7
+  auto row_slot_c = [](int t, int m) { return (1 << t) + m; };               // stages 8..11
   auto row_slot_d = [&](int t, int m) { return tw_row_slot(t + 4, (s << t) + m); };  // 12..15
   const uint32_t* twr = sm.tw_row + rho * kTwRowWords;
 
@@ -325,22 +339,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto round_a = [&](uint32_t* tile, uint32_t (&x)[16], bool load) {
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
-      if (load) x[j] = tile[off_a + 512 * j];
-      else tile[off_a + 512 * j] = x[j];
+      uint32_t& w = tile[off_a[j & 1] + 16 * S * j];
+      if (load) x[j] = w; else w = x[j];
     }
   };
   auto round_b = [&](uint32_t* tile, uint32_t (&x)[16], bool load) {
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
-      if (load) x[j] = tile[off_b[j & 1] + 32 * j];
-      else tile[off_b[j & 1] + 32 * j] = x[j];
+      uint32_t& w = tile[off_b[j & 1] + S * j];
+      if (load) x[j] = w; else w = x[j];
     }
   };
   auto round_c = [&](uint32_t* tile, uint32_t (&x)[16], bool load) {
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
-      if (load) x[j] = tile[at_c(j)];
-      else tile[at_c(j)] = x[j];
+      uint32_t& w = tile[at_c(j)];
+      if (load) x[j] = w; else w = x[j];
     }
   };
   auto round_d = [&](uint32_t* tile, uint32_t (&x)[16], bool load) {
@@ -369,19 +383,23 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   auto round2 = [&](int i, uint32_t q) {  // from in[i & 1] to the owners' mid[i & 1]
     uint32_t x[16];
-    const uint32_t mid_off = (i & 1) * kMidBytes, full_off = (i & 1) * sizeof(uint64_t);
+    const uint32_t mid_off = (i & 1) * G::kMidBytes;
+    const uint32_t full_off = full_delta - mid_off + (i & 1) * sizeof(uint64_t);  // from the data
     if (!INVERSE) {
       round_b(sm.in[i & 1], x, true);
       radix16<false>(x, q, sm.tw_col[i & 1], col_slot_b);
+      const uint32_t base = remote_mid[0] + mid_off;
 #pragma unroll
       for (int j = 0; j < 16; ++j)
-        store_async(remote_mid[0] + mid_off + remote_off[j & 1] + 1024 * j, x[j], remote_full[0] + full_off);
+        store_async(base + remote_off[j & 1] + 1024 * j, x[j], base + full_off);
     } else {
       round_c(sm.in[i & 1], x, true);
       radix16<true>(x, q, twr, row_slot_c);
 #pragma unroll
-      for (int j = 0; j < 16; ++j)
-        store_async(remote_mid[j >> 1] + mid_off + remote_off[j & 1], x[j], remote_full[j >> 1] + full_off);
+      for (int j = 0; j < 16; ++j) {
+        const uint32_t base = remote_mid[j / (S / 16)] + mid_off;
+        store_async(base + remote_off[j & 1], x[j], base + full_off);
+      }
     }
   };
   auto round3 = [&](int i, uint32_t q) {  // in place in mid[i & 1]
@@ -405,13 +423,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint32_t two_q = register_two_q(q);
 #pragma unroll
       for (int j = 0; j < 16; ++j) x[j] = csub(csub(x[j], two_q), q);  // [0, 4q) -> [0, q)
-      uint4* o = reinterpret_cast<uint4*>(out + (kSlice * rank + rho) * kSide + 16 * s);
+      uint4* o = reinterpret_cast<uint4*>(out + (S * rank + rho) * kSide + 16 * s);
 #pragma unroll
       for (int v = 0; v < 4; ++v) o[v] = make_uint4(x[4 * v], x[4 * v + 1], x[4 * v + 2], x[4 * v + 3]);
     } else {
       round_a(sm.mid[i & 1], x, true);
       radix16<true, true>(x, q, sm.tw_col[i & 1], col_slot_a, sm.scale[i & 1]);
-      uint32_t* o = out + warp * kSide + kSlice * rank + lane;
+      uint32_t* o = out + g * kSide + S * rank + col;
 #pragma unroll
       for (int j = 0; j < 16; ++j) o[16 * j * kSide] = x[j];
     }
@@ -433,7 +451,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto ensure_tw_row = [&](int row) {
     if (tw_row_row == row) return;
     __syncthreads();  // the previous item's readers are done
-    load_tw_row(sm.tw_row, t, row, rank);
+    load_tw_row<C>(sm.tw_row, t, row, rank);
     __syncthreads();
     tw_row_row = row;
   };
@@ -445,14 +463,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
 
   // ---- item 0's first phase ------------------------------------------------------------------
-  // full[b] counts the bytes of item b, b + 2, ... arriving in mid[b]: armed (this CTA's one
-  // arrival + 32 KB expected) for item i + 2 as soon as item i has completed it.
+  // full[b] counts the bytes of items b, b + 2, ... arriving in mid[b]: armed (this CTA's one
+  // arrival + the tile's bytes expected) for item i + 2 as soon as item i has completed it.
   if (tid == 0) {
+    for (int k = 0; k < C; ++k)  // the layout assumption behind full_delta
+      if (map_rank(&sm.full[0], k) != map_rank(sm.mid[0], k) + full_delta) __trap();
     mbar_init(&sm.full[0], 1);
     mbar_init(&sm.full[1], 1);
     mbar_init_fence();
-    mbar_expect(&sm.full[0], kMidBytes);
-    if (n > 1) mbar_expect(&sm.full[1], kMidBytes);
+    mbar_expect(&sm.full[0], G::kMidBytes);
+    if (n > 1) mbar_expect(&sm.full[1], G::kMidBytes);
   }
   ItemCursor ahead = ItemCursor::at(first, batch);  // the next item to look up
   WorkItem cur = ahead.item(t);
@@ -484,7 +504,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       round1(i + 1, q_nxt);
     }
     mbar_wait(&sm.full[i & 1], (i >> 1) & 1);  // mid[i & 1] holds item i
-    if (tid == 0 && i + 2 < n) mbar_expect(&sm.full[i & 1], kMidBytes);
+    if (tid == 0 && i + 2 < n) mbar_expect(&sm.full[i & 1], G::kMidBytes);
     const WorkItem after = i + 2 < n ? ahead.item(t) : nxt;
     const uint32_t q_after = t.moduli[after.row];
     ahead.advance(batch);
@@ -511,52 +531,52 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// Clusters of this kernel that fit on the device at once (0 if none or the query fails); also
-// opts the kernel into its shared memory. Once per device.
-template <bool INVERSE>
+// The launch configuration of the C-CTA kernel (grid: `clusters` clusters).
+template <int C, bool INVERSE>
+cudaLaunchConfig_t cluster_config(int64_t clusters, cudaStream_t stream, cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(clusters * C), 1, 1);
+  cfg.blockDim = dim3(Cluster<C>::kThreads, 1, 1);
+  cfg.dynamicSmemBytes = sizeof(typename Cluster<C>::Smem);
+  cfg.stream = stream;
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = C;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+// Clusters of the C-CTA kernel that fit on the device at once (0 if none or the query fails);
+// also opts the kernel into its shared memory (and C = 16 into a non-portable cluster size).
+// Once per device.
+template <int C, bool INVERSE>
 int64_t max_active_clusters() {
   return per_device([](int) -> int64_t {
-    auto kernel = ntt_cluster_kernel<INVERSE>;
-    constexpr int smem = static_cast<int>(sizeof(ClusterSmem));
+    auto kernel = ntt_cluster_kernel<C, INVERSE>;
+    constexpr int smem = static_cast<int>(sizeof(typename Cluster<C>::Smem));
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess)
       return 0;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(kCtas, 1, 1);
-    cfg.blockDim = dim3(kThreads, 1, 1);
-    cfg.dynamicSmemBytes = smem;
+    if (C > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+      return 0;
     cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = kCtas;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    const cudaLaunchConfig_t cfg = cluster_config<C, INVERSE>(1, nullptr, attr);
     int clusters = 0;
     return cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess ? clusters : 0;
   });
 }
 
-template <bool INVERSE>
+template <int C, bool INVERSE>
 ClusterRun run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                        const Tables& t) {
-  const int64_t fit = max_active_clusters<INVERSE>();
+  const int64_t fit = max_active_clusters<C, INVERSE>();
   if (fit <= 0) return ClusterRun::kNotRun;
-  const int64_t clusters = std::min(fit, s.polys);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(clusters * kCtas), 1, 1);
-  cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = sizeof(ClusterSmem);
-  cfg.stream = stream;
   cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = kCtas;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  const cudaLaunchConfig_t cfg = cluster_config<C, INVERSE>(std::min(fit, s.polys), stream, attr);
   const int64_t batch = s.polys / s.limbs;
-  if (cudaLaunchKernelEx(&cfg, ntt_cluster_kernel<INVERSE>, src, dst, t, s.polys, batch) != cudaSuccess) {
-    cudaGetLastError();  // refused (e.g. no cluster of 8 can be scheduled): the caller falls back
+  if (cudaLaunchKernelEx(&cfg, ntt_cluster_kernel<C, INVERSE>, src, dst, t, s.polys, batch) != cudaSuccess) {
+    cudaGetLastError();  // refused (e.g. no cluster of C can be scheduled): the caller falls back
     return ClusterRun::kNotRun;
   }
   return ClusterRun::kRan;
@@ -564,12 +584,15 @@ ClusterRun run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* 
 
 }  // namespace
 
-// JAX_FHE_NTT_CLUSTER: 1 always (where it applies), 0 never.
+// JAX_FHE_NTT_CLUSTER: 0 never; 1 (or 8) with clusters of 8 CTAs; 16 with clusters of 16.
 ClusterRun run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
                            uint32_t* dst, Tables t, bool inverse, bool lazy) {
   static const int64_t mode = tuning_int("JAX_FHE_NTT_CLUSTER", 0);
-  if (mode != 1 || !lazy || s.log_n != kLogN || cc_major() < 9) return ClusterRun::kNotRun;
-  return inverse ? run_cluster<true>(stream, s, src, dst, t) : run_cluster<false>(stream, s, src, dst, t);
+  if ((mode != 1 && mode != 8 && mode != 16) || !lazy || s.log_n != kLogN || cc_major() < 9)
+    return ClusterRun::kNotRun;
+  if (mode == 16)
+    return inverse ? run_cluster<16, true>(stream, s, src, dst, t) : run_cluster<16, false>(stream, s, src, dst, t);
+  return inverse ? run_cluster<8, true>(stream, s, src, dst, t) : run_cluster<8, false>(stream, s, src, dst, t);
 }
 
 }  // namespace ntt_cuda

@@ -2,7 +2,7 @@
 kernels and the CPU, run as a script on the GPU machine (the kernel is chosen per process by
 JAX_FHE_NTT_CLUSTER, so each path runs in its own subprocess):
 
-    python tests/ntt_cluster_check.py
+    python tests/ntt_cluster_check.py [MODE ...]   (JAX_FHE_NTT_CLUSTER values; default 8 16)
 
 Shapes cover fewer polynomials than clusters, uneven per-cluster ranges, limb changes inside a
 cluster's range, repeated rows (twiddles kept across items), and the issue's L = 48, batch 16.
@@ -41,10 +41,10 @@ np.savez(sys.argv[1], **out)
 
 def main():
     import numpy as np
-    tmp = os.environ.get("OUT", "/tmp")
     files = {}
-    for mode in ("1", "0"):
-        path = os.path.join(tmp, f"ntt_cluster_{mode}.npz")
+    modes = sys.argv[1:] or ["8", "16"]
+    for mode in modes + ["0"]:
+        path = os.path.join("/tmp", f"ntt_cluster_{mode}.npz")
         env = dict(os.environ, JAX_FHE_NTT_CLUSTER=mode)
         r = subprocess.run([sys.executable, "-c", f"SHAPES = {SHAPES!r}\n" + CHILD, path], env=env,
                            capture_output=True, text=True, timeout=600)
@@ -53,16 +53,17 @@ def main():
             sys.exit(f"child JAX_FHE_NTT_CLUSTER={mode} failed")
         files[mode] = np.load(path)
     bad = 0
-    for bi, shape in enumerate(SHAPES):
-        a, b = files["1"], files["0"]
-        ok = all(np.array_equal(a[f"{k}{bi}"], b[f"{k}{bi}"]) for k in "XYZ")
-        ok = ok and np.array_equal(a[f"Y{bi}"], a[f"x{bi}"])
-        if not ok:
-            bad += 1
-            for k in "XYZ":
-                d = np.argwhere(a[f"{k}{bi}"] != b[f"{k}{bi}"])
-                print(f"  {k}: {len(d)} mismatches, first {d[:5].tolist()}")
-        print(f"shape {shape}: {'ok' if ok else 'MISMATCH'}")
+    for mode in modes:
+        for bi, shape in enumerate(SHAPES):
+            a, b = files[mode], files["0"]
+            ok = all(np.array_equal(a[f"{k}{bi}"], b[f"{k}{bi}"]) for k in "XYZ")
+            ok = ok and np.array_equal(a[f"Y{bi}"], a[f"x{bi}"])
+            if not ok:
+                bad += 1
+                for k in "XYZ":
+                    d = np.argwhere(a[f"{k}{bi}"] != b[f"{k}{bi}"])
+                    print(f"  {k}: {len(d)} mismatches, first {d[:5].tolist()}")
+            print(f"JAX_FHE_NTT_CLUSTER={mode}, shape {shape}: {'ok' if ok else 'MISMATCH'}")
     sys.exit(1 if bad else 0)
 
 
