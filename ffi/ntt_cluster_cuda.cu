@@ -423,9 +423,16 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
       const uint32_t two_q = register_two_q(q);
 #pragma unroll
       for (int j = 0; j < 16; ++j) x[j] = csub(csub(x[j], two_q), q);  // [0, 4q) -> [0, q)
-      uint4* o = reinterpret_cast<uint4*>(out + (S * rank + rho) * kSide + 16 * s);
+      // Staged through the tile so that a warp's 16-byte stores cover 512 contiguous bytes (from
+      // the registers they would sit 64 bytes apart per lane: 16 lines per store instruction).
+      round_d(sm.mid[i & 1], x, false);
+      __syncthreads();
 #pragma unroll
-      for (int v = 0; v < 4; ++v) o[v] = make_uint4(x[4 * v], x[4 * v + 1], x[4 * v + 2], x[4 * v + 3]);
+      for (int u = 0; u < 4; ++u) {
+        const int chunk = tid + u * G::kThreads, r = chunk >> 6, c = 4 * (chunk & 63);
+        *reinterpret_cast<uint4*>(out + (S * rank + r) * kSide + c) =
+            *reinterpret_cast<const uint4*>(sm.mid[i & 1] + G::row_tile(r, c));
+      }
     } else {
       round_a(sm.mid[i & 1], x, true);
       radix16<true, true>(x, q, sm.tw_col[i & 1], col_slot_a, sm.scale[i & 1]);
