@@ -575,28 +575,28 @@ int64_t max_active_clusters() {
 }
 
 template <int C, bool INVERSE>
-ClusterRun run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
-                       const Tables& t) {
+bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
+                 const Tables& t) {
   const int64_t fit = max_active_clusters<C, INVERSE>();
-  if (fit <= 0) return ClusterRun::kNotRun;
+  if (fit <= 0) return false;
   cudaLaunchAttribute attr[1];
   const cudaLaunchConfig_t cfg = cluster_config<C, INVERSE>(std::min(fit, s.polys), stream, attr);
   const int64_t batch = s.polys / s.limbs;
   if (cudaLaunchKernelEx(&cfg, ntt_cluster_kernel<C, INVERSE>, src, dst, t, s.polys, batch) != cudaSuccess) {
     cudaGetLastError();  // refused (e.g. no cluster of C can be scheduled): the caller falls back
-    return ClusterRun::kNotRun;
+    return false;
   }
-  return ClusterRun::kRan;
+  return true;
 }
 
 }  // namespace
 
-// JAX_FHE_NTT_CLUSTER: 0 never; 1 (or 8) with clusters of 8 CTAs; 16 with clusters of 16.
-ClusterRun run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
-                           uint32_t* dst, Tables t, bool inverse, bool lazy) {
+// JAX_FHE_NTT_CLUSTER: unset or 0 never; 1 or 8 with clusters of 8 CTAs; 16 with clusters of 16.
+bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
+                     const Tables& t, bool inverse, bool lazy) {
   static const int64_t mode = tuning_int("JAX_FHE_NTT_CLUSTER", 0);
   if ((mode != 1 && mode != 8 && mode != 16) || !lazy || s.log_n != kLogN || cc_major() < 9)
-    return ClusterRun::kNotRun;
+    return false;
   if (mode == 16)
     return inverse ? run_cluster<16, true>(stream, s, src, dst, t) : run_cluster<16, false>(stream, s, src, dst, t);
   return inverse ? run_cluster<8, true>(stream, s, src, dst, t) : run_cluster<8, false>(stream, s, src, dst, t);

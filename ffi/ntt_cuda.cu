@@ -561,10 +561,7 @@ bool run_ntt_gathered(cudaStream_t stream, const PolyShape& s, const uint32_t* s
 template <bool INVERSE, bool LAZY>
 ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                    Tables t, const RowGroups* row_groups = nullptr) {
-  const ClusterRun cl = run_ntt_cluster(stream, s, src, dst, t, INVERSE, LAZY);
-  if (cl == ClusterRun::kFailed)
-    return ffi::Error::Internal("ntt: a cluster launch was refused after earlier chunks ran");
-  if (cl == ClusterRun::kRan) {
+  if (run_ntt_cluster(stream, s, src, dst, t, INVERSE, LAZY)) {
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess)
       return ffi::Error::Internal(std::string("ntt kernel launch failed: ") + cudaGetErrorString(err));
@@ -611,7 +608,7 @@ ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
   if (auto e = check_row_groups(row_groups, s.limbs, nullptr); e.failure()) return e;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0, 0};
+           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   const int64_t group_count = static_cast<int64_t>(row_groups.size()) / kRowGroupSize;
   RowGroups g;
   const RowGroups* gp = nullptr;
@@ -645,7 +642,7 @@ ffi::Error NttInverseCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(),  moduli.typed_data(),      itw.typed_data(),
            itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(),
-           static_cast<int>(s.limbs), s.log_n, 0, 1, 0, 0};
+           static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   return lazy ? run_ntt<true, true>(stream, s, x.typed_data(), y->typed_data(), t)
               : run_ntt<true, false>(stream, s, x.typed_data(), y->typed_data(), t);
 }
@@ -680,7 +677,7 @@ ffi::Error NttForwardLiftCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::S32> x,
     return e;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0, 0};
+           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   const int32_t* xi = x.typed_data();
   uint32_t* dst = y->typed_data();
   if (lazy && s.log_n <= kMaxWholeLog && whole_enabled()) {

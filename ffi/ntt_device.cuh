@@ -32,7 +32,6 @@ struct Tables {
   int limb0;
   int limb_count;
   int64_t batch0;
-  int64_t batch_count;  // cluster kernel: batch entries in the launch (limb-major grid)
   // 0, or the launch's group count G: the plain phase kernels then take their groups in
   // reverse, block y running group G - 1 - y (group_of). A transform's second phase runs so
   // (launch_columns / launch_rows), so that it starts with the groups the first phase wrote
@@ -469,11 +468,11 @@ __device__ __forceinline__ void rows_tile(const uint32_t* src, uint32_t* dst,  /
 }
 
 
-// The single-pass cluster path (ntt_cluster_cuda.cu): kNotRun where the device, size or prime
-// width does not allow it (the caller then runs the two-phase kernels).
-enum class ClusterRun { kNotRun, kRan, kFailed };
-ClusterRun run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
-                           uint32_t* dst, Tables t, bool inverse, bool lazy);
+// The single-pass cluster kernel (ntt_cluster_cuda.cu; opt-in, JAX_FHE_NTT_CLUSTER): whether it
+// was launched. False where it is not selected or the device, size or prime width does not allow
+// it; the caller then runs the two-phase kernels.
+bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
+                     const Tables& t, bool inverse, bool lazy);
 
 // ntt_cuda.cu: one phase of the two-phase transform (log N >= 13) over `groups` groups of P (1,
 // 2 or 4) polynomials, as the NTT handlers launch it: the forward columns (stages 0..K1-1) or

@@ -87,7 +87,7 @@ print("variant ok")
 """
 
 
-@pytest.mark.parametrize("variant", ["two-phase", "chunked", "cluster", "min-blocks-2",
+@pytest.mark.parametrize("variant", ["two-phase", "chunked", "cluster-8", "cluster-16", "min-blocks-2",
                                      "min-blocks-3", "no-whole", "streamed"])
 def test_ntt_variants_cpu_equals_gpu(variant, devices):
     """The GPU NTT's optional paths, each selected through an environment variable read once per
@@ -95,9 +95,10 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
     both batch sizes) and 2^14..2^16: the default kernels, the two-phase kernels at every size
     (JAX_FHE_NTT_WHOLE=0), their
     L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES: a budget of 6 polynomials, i.e. chunks of one
-    limb x 4 batch entries at P = 4), the sm_90 single-pass cluster kernel
-    (JAX_FHE_NTT_CLUSTER=1; N = 2^16 with primes below 2^30; other sizes and the 31-bit primes
-    fall back), and the
+    limb x 4 batch entries at P = 4), the sm_90 single-pass cluster kernel with clusters of 8 and
+    16 CTAs (JAX_FHE_NTT_CLUSTER=8 / 16; N = 2^16 with primes below 2^30, 56 polynomials over
+    the clusters; other sizes and the 31-bit primes fall back; tests/ntt_cluster_check.py covers
+    more shapes), and the
     N = 2^16 kernels compiled for 2 or 3 resident blocks per SM (JAX_FHE_NTT_MIN_BLOCKS; the
     default mixes them by kernel), and the
     streamed two-phase kernel (JAX_FHE_NTT_STREAM=1; N = 2^16 at 4 polynomials per thread) with
@@ -106,7 +107,7 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
     import subprocess
     import sys
 
-    env = dict(os.environ, JAX_FHE_NTT_CLUSTER="1" if variant == "cluster" else "0")
+    env = dict(os.environ, JAX_FHE_NTT_CLUSTER=variant.split("-")[1] if variant.startswith("cluster") else "0")
     if variant == "chunked":
         env["JAX_FHE_NTT_CHUNK_BYTES"] = str(6 * (1 << 16) * 4)
     if variant.startswith("min-blocks-"):
