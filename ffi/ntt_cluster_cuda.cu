@@ -28,6 +28,15 @@
 // C = 8: one 512-thread CTA per SM (200 KB of shared memory); C = 16 (a non-portable cluster
 // size): two 256-thread CTAs of 100 KB per SM, whose barriers and phases do not line up.
 //
+// Status (opt-in, JAX_FHE_NTT_CLUSTER=8 / 16; benchmarks/RESULTS.md, session 17). H100, L = 48,
+// batch 16, device time: inverse at C = 16 314.2-318.7 us against 340.5-341.8 for the two-phase
+// kernels; forward 341-346 us (C = 8) / 357-361 (C = 16) against 335-339; slower at batch 8 and
+// below. Issue-bound: about 75 instructions per coefficient (48 of them butterflies) at 1.4-1.9
+// instructions per cycle, stalls spread over scoreboard waits, the integer pipe, the MIO queue
+// and barriers. Measured and not kept: a cluster barrier per item (its release is MEMBAR.ALL.GPU,
+// its acquire an L1 invalidation), rows dealt round-robin to the owners (forward unchanged,
+// inverse slower).
+//
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
 //     swapped where r & 16, i.e. (r, c) at 16 (r ^ ((r >> 4) & 1)) + c. A warp reads one row
