@@ -52,7 +52,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "cuda_device.cuh"
 #include "ntt_device.cuh"

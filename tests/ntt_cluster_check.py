@@ -1,12 +1,14 @@
 """GPU check of the single-pass cluster NTT (ffi/ntt_cluster_cuda.cu) against the two-phase
-kernels and the CPU, run as a script on the GPU machine (the kernel is chosen per process by
-JAX_FHE_NTT_CLUSTER, so each path runs in its own subprocess):
+kernels (which test_ntt.py checks against the CPU and the Python reference), plus the round trip,
+run as a script on the GPU machine (the kernel is chosen per process by JAX_FHE_NTT_CLUSTER, so
+each path runs in its own subprocess):
 
     python tests/ntt_cluster_check.py [MODE ...]   (JAX_FHE_NTT_CLUSTER values; default 8 16)
 
 Shapes cover fewer polynomials than clusters, uneven per-cluster ranges, limb changes inside a
 cluster's range, repeated rows (twiddles kept across items), and the issue's L = 48, batch 16.
-Exits non-zero on any mismatch. test_cross_backend.py's "cluster" variant is the pytest form.
+Exits non-zero on any mismatch. test_cross_backend.py's "cluster-8" and "cluster-16" variants are
+the pytest form (one shape, against the CPU).
 """
 import os
 import subprocess
