@@ -100,6 +100,15 @@ __device__ __forceinline__ void copy_async16(uint4* dst, const uint32_t* src) {
   *dst = *reinterpret_cast<const uint4*>(src);
 #endif
 }
+// 4-byte form (cp.async.ca; the 16-byte .cg form above bypasses L1)
+__device__ __forceinline__ void copy_async4(uint32_t* dst, const uint32_t* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(src) : "memory");
+#else
+  *dst = *src;
+#endif
+}
 __device__ __forceinline__ void copy_async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;" ::: "memory");

@@ -65,6 +65,10 @@ constexpr int kLogN = 16;
 constexpr int kN = 1 << kLogN;
 constexpr int kSide = 256;              // rows = columns
 constexpr int kTwRowWords = 2 * kSide;  // 256 (w, w') pairs per owned row
+// Limbs one cluster may touch (their rows and primes are looked up in shared memory: a lookup
+// from global memory, rows[] then moduli[], stalled every item on two dependent loads). Launches
+// that would exceed it use the two-phase kernels (run_cluster).
+constexpr int kMaxLimbSpan = 64;
 
 template <int C>
 struct Cluster {
@@ -81,6 +85,8 @@ struct Cluster {
     uint32_t tw_row[kSlice * kTwRowWords];  // row-phase twiddles of the owned rows
     uint32_t tw_col[2][kTwRowWords];        // column-phase twiddles, by item parity
     uint32_t scale[2][4];                   // inverse: N^-1 and tw[1] N^-1 with Shoup companions
+    int limb_row[kMaxLimbSpan];             // table row and prime of the cluster's limbs
+    uint32_t limb_q[kMaxLimbSpan];
   };
   static __device__ __forceinline__ int col_tile(int r, int c) {
     if constexpr (C == 8) return 32 * r + (c ^ ((r & 1) << 4));
@@ -132,13 +138,15 @@ __device__ __forceinline__ void mbar_expect(uint64_t* bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.relaxed.cta.shared::cta.b64 _, [%0], %1;"
                ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
-// wait for the phase of parity `parity` to complete; acquire at cluster scope pairs with the
-// st.async complete-tx (release at cluster scope) of the other CTAs
+// wait for the phase of parity `parity` to complete. The phase completes only once the st.async
+// bytes it counts have been written to this CTA's shared memory, which no cache stands in front
+// of, so the default CTA-scope acquire is enough; a cluster-scope acquire compiled to an L1
+// invalidation (CCTL.IVALL, for global data) per item: 7% of the stall samples.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   asm volatile(
       "{\n\t.reg .pred done;\n"
       "WAIT_%=:\n\t"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
       "@!done bra WAIT_%=;\n\t}"
       ::"r"(smem_addr(bar)), "r"(parity) : "memory");
 }
@@ -203,35 +211,40 @@ __device__ __forceinline__ void radix16(uint32_t (&x)[16], uint32_t q, const uin
 }
 
 // The launch's items in limb-major order (item = limb * batch + entry), walked one by one so
-// that the loop divides nothing (a 64-bit division is a software routine on the GPU).
+// that the loop divides nothing (a 64-bit division is a software routine on the GPU). `lim` counts
+// limbs from the cluster's first, indexing its limb table in shared memory.
 struct WorkItem {
   int64_t poly;
   int row;
+  uint32_t q;
 };
 struct ItemCursor {
   int64_t entry;
-  int limb;
-  __device__ __forceinline__ static ItemCursor at(int64_t item, int64_t batch) {
-    return {item % batch, static_cast<int>(item / batch)};
-  }
-  __device__ __forceinline__ WorkItem item(const Tables& t) const {
-    return {entry * t.limbs + limb, t.rows[limb]};
+  int lim;
+  __device__ __forceinline__ WorkItem item(int limb0, int limbs, const int* limb_row,
+                                           const uint32_t* limb_q) const {
+    return {entry * limbs + limb0 + lim, limb_row[lim], limb_q[lim]};
   }
   __device__ __forceinline__ void advance(int64_t batch) {
-    if (++entry == batch) entry = 0, ++limb;
+    if (++entry == batch) entry = 0, ++lim;
   }
 };
 
-// The row-phase twiddles of rows [S rank, S rank + S) of table row `row`.
-template <int C>
-__device__ __forceinline__ void load_tw_row(uint32_t* dst, const Tables& t, int row, int rank) {
+// Twiddle tables are copied with cp.async (no register holds them, so a reload stalls nobody
+// until its first use), one commit group per call site in the loop.
+//
+// The row-phase twiddles of rows [S rank, S rank + S) of table row `row`, pair slots p with
+// LO <= p < HI of each row (see tw_row_slot).
+template <int C, int LO, int HI>
+__device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int row, int rank) {
   using G = Cluster<C>;
+  constexpr int W = HI - LO >= 128 ? kSide : 16;  // slots walked per row: all or the first 16
+  static_assert(HI <= W, "slot range");
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
-#pragma unroll  // 16 per thread, all loads in flight
-  for (int idx = threadIdx.x; idx < G::kSlice * kSide; idx += G::kThreads) {
-    const int rho = idx >> 8, p = idx & 255;
-    if (p == 0) continue;
+  for (int idx = threadIdx.x; idx < G::kSlice * W; idx += G::kThreads) {
+    const int rho = idx / W, p = idx % W;
+    if (p < LO || p >= HI || p == 0) continue;
     const int st = 31 - __clz(p);
     int m = p - (1 << st);
     if (st > 4) {  // invert tw_row_slot
@@ -240,24 +253,31 @@ __device__ __forceinline__ void load_tw_row(uint32_t* dst, const Tables& t, int 
     }
     const int r = G::kSlice * rank + rho;
     const int g = (1 << (8 + st)) + (r << st) + m;  // stage 8 + st, group (r << st) + m
-    *reinterpret_cast<uint2*>(dst + rho * kTwRowWords + 2 * p) = make_uint2(tw[g], tws[g]);
+    copy_async4(dst + rho * kTwRowWords + 2 * p, tw + g);
+    copy_async4(dst + rho * kTwRowWords + 2 * p + 1, tws + g);
   }
 }
 
 // The column-phase twiddles (stages 0..7 use pairs 1..255) of table row `row`; for the inverse
-// also the scaling constants of the last stage.
+// also N^-1 and its Shoup companion into scale[0..1] (finish_scale derives scale[2..3]).
 template <bool INVERSE>
-__device__ __forceinline__ void load_tw_col(uint32_t* dst, uint32_t* scale, const Tables& t, int row) {
+__device__ __forceinline__ void issue_tw_col(uint32_t* dst, uint32_t* scale, const Tables& t, int row) {
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
-  for (int k = threadIdx.x; k < kSide; k += blockDim.x)
-    *reinterpret_cast<uint2*>(dst + 2 * k) = make_uint2(tw[k], tws[k]);
-  if (INVERSE && threadIdx.x == 0) {
-    const uint32_t q = t.moduli[row], n_inv = t.scale[row], n_inv_s = t.scale_shoup[row];
-    const uint32_t w1 = mul_shoup(tw[1], n_inv, n_inv_s, q);
-    scale[0] = n_inv, scale[1] = n_inv_s;
-    scale[2] = w1, scale[3] = static_cast<uint32_t>((static_cast<uint64_t>(w1) << 32) / q);
+  for (int k = threadIdx.x; k < kSide; k += blockDim.x) {
+    copy_async4(dst + 2 * k, tw + k);
+    copy_async4(dst + 2 * k + 1, tws + k);
   }
+  if (INVERSE && threadIdx.x == 0) {
+    copy_async4(scale, t.scale + row);
+    copy_async4(scale + 1, t.scale_shoup + row);
+  }
+}
+// The inverse's last-stage constants once issue_tw_col's copies have landed (one thread):
+// tw[1] N^-1 and its Shoup companion.
+__device__ __forceinline__ void finish_scale(uint32_t* scale, const uint32_t* tw_col, uint32_t q) {
+  const uint32_t w1 = mul_shoup(tw_col[2], scale[0], scale[1], q);
+  scale[2] = w1, scale[3] = static_cast<uint32_t>((static_cast<uint64_t>(w1) << 32) / q);
 }
 
 template <int C, bool INVERSE>
@@ -316,8 +336,8 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
   // checked once below)
   const uint32_t full_delta = smem_addr(&sm.full[0]) - smem_addr(sm.mid[0]);
 
-  // The first phase's slice of polynomial `poly` into in[b], 4 x 16 bytes per thread, one
-  // commit group.
+  // The first phase's slice of polynomial `poly` into in[b], 4 x 16 bytes per thread (the caller
+  // commits).
   auto prefetch = [&](int64_t poly, int b) {
     const uint32_t* p = src + poly * kN;
 #pragma unroll
@@ -331,7 +351,6 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
         copy_async16(reinterpret_cast<uint4*>(sm.in[b] + G::row_tile(r, c)), p + (S * rank + r) * kSide + c);
       }
     }
-    copy_async_commit();
   };
 
   // Twiddle slots of the four rounds (see radix16).
@@ -450,34 +469,57 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
     }
   };
 
-  // ---- twiddles: the column table double-buffered by item parity (tw_col_row0/1: the table
-  // row each buffer holds), the row table single (tw_row_row). A reload happens only where the
-  // prime changes, between barriers of its own.
-  int tw_col_row0 = -1, tw_col_row1 = -1;  // not an array: indexed by i & 1 it is a stack slot
-  int tw_row_row = -1;
-  auto ensure_tw_col = [&](int i, int row) {
-    if (((i & 1) ? tw_col_row1 : tw_col_row0) == row) return;
-    __syncthreads();  // the buffer's last readers (item i - 2) are done
-    load_tw_col<INVERSE>(sm.tw_col[i & 1], sm.scale[i & 1], t, row);
-    __syncthreads();
-    if (i & 1) tw_col_row1 = row;
-    else tw_col_row0 = row;
-  };
-  auto ensure_tw_row = [&](int row) {
-    if (tw_row_row == row) return;
-    __syncthreads();  // the previous item's readers are done
-    load_tw_row<C>(sm.tw_row, t, row, rank);
-    __syncthreads();
-    tw_row_row = row;
-  };
-  auto ensure_first_phase_tw = [&](int i, int row) {
-    if (INVERSE) ensure_tw_row(row); else ensure_tw_col(i, row);
-  };
-  auto ensure_second_phase_tw = [&](int i, int row) {
-    if (INVERSE) ensure_tw_col(i, row); else ensure_tw_row(row);
+  // ---- the limbs this cluster touches: their table rows and primes, once
+  const int limb0 = static_cast<int>(first / batch);
+  const int span = static_cast<int>((first + n - 1) / batch) - limb0 + 1;  // <= kMaxLimbSpan (host)
+  for (int k = tid; k < span; k += G::kThreads) {
+    const int row = t.rows[limb0 + k];
+    sm.limb_row[k] = row, sm.limb_q[k] = t.moduli[row];
+  }
+  __syncthreads();
+  ItemCursor ahead = {first % batch, 0};  // the next item to look up
+  auto take = [&]() {
+    const WorkItem w = ahead.item(limb0, t.limbs, sm.limb_row, sm.limb_q);
+    ahead.advance(batch);
+    return w;
   };
 
-  // ---- item 0's first phase ------------------------------------------------------------------
+  // ---- twiddles. Which table row each buffer holds (or is receiving):
+  //   tw_col[b] (by item parity): col_tab0 / col_tab1; the inverse's scale[b][2..3] are derived
+  //     (finish_scale) after the copies land: scale_due0 / scale_due1;
+  //   tw_row: the forward's whole table, the inverse's slots 16..255 (round D) and 1..15
+  //     (round C) separately, as they die and are needed at different points.
+  // Each reload is issued as soon as the old table's last reader is past a barrier and waited for
+  // just before its first reader (the schedule at the loop). Scalars, not arrays: indexed by
+  // i & 1 an array is a stack slot.
+  int col_tab0 = -1, col_tab1 = -1, row_tab = -1, row_tab_c = -1;
+  bool scale_due0 = false, scale_due1 = false;
+  auto issue_col = [&](int b, int row) {
+    if ((b ? col_tab1 : col_tab0) == row) return;
+    issue_tw_col<INVERSE>(sm.tw_col[b], sm.scale[b], t, row);
+    if (b) col_tab1 = row, scale_due1 = INVERSE;
+    else col_tab0 = row, scale_due0 = INVERSE;
+  };
+  auto finish_col = [&](int b, uint32_t q) {  // after the copies of issue_col(b) have landed
+    if (!INVERSE || !(b ? scale_due1 : scale_due0)) return;
+    if (tid == 0) finish_scale(sm.scale[b], sm.tw_col[b], q);
+    if (b) scale_due1 = false; else scale_due0 = false;
+  };
+  // forward: the whole row table; inverse: round D's slots (16..255). Returns whether it loads.
+  auto issue_row = [&](int row) {
+    if (row_tab == row) return false;
+    if (INVERSE) issue_tw_row<C, 16, 256>(sm.tw_row, t, row, rank);
+    else issue_tw_row<C, 1, 256>(sm.tw_row, t, row, rank);
+    row_tab = row;
+    return true;
+  };
+  auto issue_row_c = [&](int row) {  // inverse: round C's slots (1..15)
+    if (row_tab_c == row) return;
+    issue_tw_row<C, 1, 16>(sm.tw_row, t, row, rank);
+    row_tab_c = row;
+  };
+
+  // ---- item 0 and the first phase of item 1 ----------------------------------------------------
   // full[b] counts the bytes of items b, b + 2, ... arriving in mid[b]: armed (this CTA's one
   // arrival + the tile's bytes expected) for item i + 2 as soon as item i has completed it.
   if (tid == 0) {
@@ -489,55 +531,79 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
     mbar_expect(&sm.full[0], G::kMidBytes);
     if (n > 1) mbar_expect(&sm.full[1], G::kMidBytes);
   }
-  ItemCursor ahead = ItemCursor::at(first, batch);  // the next item to look up
-  WorkItem cur = ahead.item(t);
-  ahead.advance(batch);
-  // item i + 1's polynomial, row and prime are looked up an iteration ahead (dependent global
-  // loads in the loop's critical path otherwise)
-  WorkItem nxt = n > 1 ? ahead.item(t) : cur;
-  ahead.advance(batch);
-  uint32_t q_cur = t.moduli[cur.row], q_nxt = t.moduli[nxt.row];
+  WorkItem cur = take();
+  WorkItem nxt = n > 1 ? take() : cur;
   prefetch(cur.poly, 0);
-  if (n > 1) prefetch(nxt.poly, 1); else copy_async_commit();
-  ensure_first_phase_tw(0, cur.row);
-  ensure_second_phase_tw(0, cur.row);
+  if (n > 1) prefetch(nxt.poly, 1);
+  issue_col(0, cur.row);
+  issue_col(1, nxt.row);
+  issue_row(cur.row);
+  if (INVERSE) issue_row_c(cur.row);
+  copy_async_commit();
+  copy_async_wait<0>();
+  __syncthreads();
+  finish_col(0, cur.q);
+  finish_col(1, nxt.q);
   cluster_sync_all();  // every CTA runs and has initialised its barriers before any st.async
-  copy_async_wait<1>();  // item 0's slice
+  round1(0, cur.q);
   __syncthreads();
-  round1(0, q_cur);
-  __syncthreads();
-  round2(0, q_cur);
+  // (the inverse's round-D table of item 1, as iteration -1 of the loop would)
+  if (INVERSE && n > 1) issue_row(nxt.row);
+  copy_async_commit();
+  round2(0, cur.q);
+  copy_async_commit();
+  bool row_due = false;  // forward: a row table issued at the last P4, not yet waited for
 
+  // ---- the loop: iteration i completes item i and runs item i + 1's first phase. Four cp.async
+  // commit groups per iteration (some empty), so the waits count statically:
+  //   P1: forward: column table of item i + 2 (buffer i & 1; items i's readers are done);
+  //       inverse: round-C slots of item i + 1
+  //   P2: item i + 2's slice into in[i & 1]
+  //   P3: inverse: round-D slots of item i + 2 (item i + 1's round D is done)
+  //   P4: forward: row table of item i + 1 (item i's rounds C, D are done);
+  //       inverse: column table of item i + 2 (buffer i & 1)
+  // wait<1> at P1 completes all but the last P4 group: item i + 1's slice, the forward's column
+  // table of item i + 1 and the inverse's round-D slots of item i + 1 and column table of item i.
   for (int i = 0; i < n; ++i) {
-    // Here item i's first phase is on its way to the owners' mid[i & 1], and in[(i + 1) & 1]
-    // holds or receives item i + 1.
     const bool more = i + 1 < n;
-    if (more) {  // item i + 1's first round overlaps the arrival of item i
-      ensure_first_phase_tw(i + 1, nxt.row);
-      copy_async_wait<0>();  // item i + 1's slice: the newest group committed
-      __syncthreads();       // (also: every thread's item i first phase is done with in[i & 1])
-      round1(i + 1, q_nxt);
-    }
+    const WorkItem after = i + 2 < n ? take() : nxt;
+    // P1
+    copy_async_wait<1>();
+    __syncthreads();  // (also: every thread's item i first phase is done with in[i & 1])
+    finish_col(i & 1, cur.q);  // read by round 4 of item i, after the barrier in P3
+    if (!INVERSE && i + 2 < n) issue_col(i & 1, after.row);
+    if (INVERSE && more) issue_row_c(nxt.row);
+    copy_async_commit();
+    if (more) round1(i + 1, nxt.q);  // overlaps the arrival of item i
+    // P2
     mbar_wait(&sm.full[i & 1], (i >> 1) & 1);  // mid[i & 1] holds item i
     if (tid == 0 && i + 2 < n) mbar_expect(&sm.full[i & 1], G::kMidBytes);
-    const WorkItem after = i + 2 < n ? ahead.item(t) : nxt;
-    const uint32_t q_after = t.moduli[after.row];
-    ahead.advance(batch);
-    if (i + 2 < n) prefetch(after.poly, i & 1); else copy_async_commit();
-    round3(i, q_cur);
-    __syncthreads();  // (also publishes item i + 1's first round to its second)
-    round4(i, q_cur, cur.poly);
-    if (more) {
-      // Every thread here is done reading mid[i & 1]. The other CTAs write item i + 2 there only
-      // after their full barrier for item i + 1 completes, which needs this CTA's item i + 1
-      // stores below (the complete-tx releases, the wait acquires): so the buffer is free then.
+    if (i + 2 < n) prefetch(after.poly, i & 1);
+    copy_async_commit();
+    // P3
+    if (!INVERSE && row_due) {  // the row table issued at P4 of iteration i - 1 (2 groups since)
+      copy_async_wait<2>();
       __syncthreads();
-      ensure_second_phase_tw(i + 1, nxt.row);
-      round2(i + 1, q_nxt);
+      row_due = false;
+    }
+    round3(i, cur.q);
+    __syncthreads();  // (also publishes item i + 1's first round to its second)
+    if (INVERSE && i + 2 < n) issue_row(after.row);
+    copy_async_commit();
+    round4(i, cur.q, cur.poly);
+    // P4
+    if (INVERSE) copy_async_wait<2>();  // the round-C slots of item i + 1 (P1)
+    // Every thread here is done reading mid[i & 1]. The other CTAs write item i + 2 there only
+    // after their full barrier for item i + 1 completes, which needs this CTA's item i + 1
+    // stores below (the complete-tx releases, the wait acquires): so the buffer is free then.
+    __syncthreads();
+    if (!INVERSE && more) row_due = issue_row(nxt.row);
+    if (INVERSE && i + 2 < n) issue_col(i & 1, after.row);
+    copy_async_commit();
+    if (more) {
+      round2(i + 1, nxt.q);
       cur = nxt;
-      q_cur = q_nxt;
       nxt = after;
-      q_nxt = q_after;
     }
   }
   cluster_sync_all();  // no CTA leaves while st.async data of the cluster may be in flight
@@ -587,9 +653,12 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
                  const Tables& t) {
   const int64_t fit = max_active_clusters<C, INVERSE>();
   if (fit <= 0) return false;
+  const int64_t clusters = std::min(fit, s.polys), batch = s.polys / s.limbs;
+  // the limbs of a cluster's range must fit its shared-memory limb table
+  const int64_t most = (s.polys + clusters - 1) / clusters;
+  if ((most - 1) / batch + 2 > kMaxLimbSpan) return false;
   cudaLaunchAttribute attr[1];
-  const cudaLaunchConfig_t cfg = cluster_config<C, INVERSE>(std::min(fit, s.polys), stream, attr);
-  const int64_t batch = s.polys / s.limbs;
+  const cudaLaunchConfig_t cfg = cluster_config<C, INVERSE>(clusters, stream, attr);
   if (cudaLaunchKernelEx(&cfg, ntt_cluster_kernel<C, INVERSE>, src, dst, t, s.polys, batch) != cudaSuccess) {
     cudaGetLastError();  // refused (e.g. no cluster of C can be scheduled): the caller falls back
     return false;

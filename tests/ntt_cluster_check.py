@@ -6,7 +6,8 @@ each path runs in its own subprocess):
     python tests/ntt_cluster_check.py [MODE ...]   (JAX_FHE_NTT_CLUSTER values; default 8 16)
 
 Shapes cover fewer polynomials than clusters, uneven per-cluster ranges, limb changes inside a
-cluster's range, repeated rows (twiddles kept across items), and the issue's L = 48, batch 16.
+cluster's range, repeated rows (twiddles kept across items), a new prime at every item (every
+twiddle reload in flight while the previous item computes), and the issue's L = 48, batch 16.
 Exits non-zero on any mismatch. test_cross_backend.py's "cluster-8" and "cluster-16" variants are
 the pytest form (one shape, against the CPU).
 """
@@ -17,6 +18,8 @@ import sys
 SHAPES = [  # (batch, limbs, rows or None)
     (1, 1, None), (1, 3, None), (3, 7, None), (2, 20, None), (16, 48, None), (5, 33, None),
     (1, 12, (0, 0, 1, 1, 1, 2, 0, 0, 3, 3, 3, 3)), (2, 6, (4, 4, 4, 1, 1, 4)),
+    # a new prime at every item and 40-43 limbs per cluster (its limb table holds 64)
+    (1, 600, tuple(7 * k % 48 for k in range(600))),
 ]
 
 CHILD = r"""
