@@ -668,13 +668,20 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
 
 }  // namespace
 
-// JAX_FHE_NTT_CLUSTER: unset or 0 never; 1 or 8 with clusters of 8 CTAs; 16 with clusters of 16.
+// JAX_FHE_NTT_CLUSTER: unset, the default: where a launch has at least kAutoMinPolys
+// polynomials, the forward transform with clusters of 8 CTAs and the inverse with clusters of 16
+// (the faster of each on the H100; fewer polynomials leave each cluster too few items to fill
+// its pipeline, and the two-phase kernels win). 0: never; 1 or 8: clusters of 8 for both; 16:
+// clusters of 16 for both, at any size.
+constexpr int64_t kAutoMinPolys = 128;
 bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                      const Tables& t, bool inverse, bool lazy) {
-  static const int64_t mode = tuning_int("JAX_FHE_NTT_CLUSTER", 0);
-  if ((mode != 1 && mode != 8 && mode != 16) || !lazy || s.log_n != kLogN || cc_major() < 9)
+  static const int64_t mode = tuning_int("JAX_FHE_NTT_CLUSTER", -1);
+  if ((mode != -1 && mode != 1 && mode != 8 && mode != 16) || !lazy || s.log_n != kLogN || cc_major() < 9)
     return false;
-  if (mode == 16)
+  if (mode == -1 && s.polys < kAutoMinPolys) return false;
+  const bool sixteen = mode == 16 || (mode == -1 && inverse);
+  if (sixteen)
     return inverse ? run_cluster<16, true>(stream, s, src, dst, t) : run_cluster<16, false>(stream, s, src, dst, t);
   return inverse ? run_cluster<8, true>(stream, s, src, dst, t) : run_cluster<8, false>(stream, s, src, dst, t);
 }

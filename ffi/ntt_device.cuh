@@ -468,9 +468,10 @@ __device__ __forceinline__ void rows_tile(const uint32_t* src, uint32_t* dst,  /
 }
 
 
-// The single-pass cluster kernel (ntt_cluster_cuda.cu; opt-in, JAX_FHE_NTT_CLUSTER): whether it
-// was launched. False where it is not selected or the device, size or prime width does not allow
-// it; the caller then runs the two-phase kernels.
+// The single-pass cluster kernel (ntt_cluster_cuda.cu; by default for N = 2^16 launches of at
+// least 128 polynomials on sm_90+, JAX_FHE_NTT_CLUSTER overrides): whether it was launched. False
+// where it is not selected or the device, size or prime width does not allow it; the caller then
+// runs the two-phase kernels.
 bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                      const Tables& t, bool inverse, bool lazy);
 

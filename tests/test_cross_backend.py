@@ -71,7 +71,7 @@ import jax, jax.numpy as jnp, numpy as np
 from jax_fhe import ops, rns
 rng = np.random.default_rng(3)
 for log_n, batch, bits in ((12, 2, 30), (12, 4, 30), (14, 8, 30), (15, 8, 30), (16, 8, 30),
-                           (16, 4, 31)):
+                           (16, 4, 31), (16, 24, 30)):
     n = 1 << log_n
     ps = rns.ntt_primes(bits, 7, n)
     x = np.stack([rng.integers(0, q, size=(batch, n), dtype=np.uint64) for q in ps], axis=1).astype(np.uint32)
@@ -87,27 +87,32 @@ print("variant ok")
 """
 
 
-@pytest.mark.parametrize("variant", ["two-phase", "chunked", "cluster-8", "cluster-16", "min-blocks-2",
-                                     "min-blocks-3", "no-whole", "streamed"])
+@pytest.mark.parametrize("variant", ["default", "two-phase", "chunked", "cluster-8", "cluster-16",
+                                     "min-blocks-2", "min-blocks-3", "no-whole", "streamed"])
 def test_ntt_variants_cpu_equals_gpu(variant, devices):
     """The GPU NTT's optional paths, each selected through an environment variable read once per
     process, give the CPU's bits at N = 2^12 (the one-block kernel, 2 polynomials per thread at
-    both batch sizes) and 2^14..2^16: the default kernels, the two-phase kernels at every size
-    (JAX_FHE_NTT_WHOLE=0), their
-    L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES: a budget of 6 polynomials, i.e. chunks of one
-    limb x 4 batch entries at P = 4), the sm_90 single-pass cluster kernel with clusters of 8 and
-    16 CTAs (JAX_FHE_NTT_CLUSTER=8 / 16; N = 2^16 with primes below 2^30, 56 polynomials over
-    the clusters; other sizes and the 31-bit primes fall back; tests/ntt_cluster_check.py covers
-    more shapes), and the
-    N = 2^16 kernels compiled for 2 or 3 resident blocks per SM (JAX_FHE_NTT_MIN_BLOCKS; the
-    default mixes them by kernel), and the
-    streamed two-phase kernel (JAX_FHE_NTT_STREAM=1; N = 2^16 at 4 polynomials per thread) with
-    chunks of one polynomial group, so that the second phase's tiles wait on 14 chunks."""
+    both batch sizes) and 2^14..2^16:
+    - the default kernels (on sm_90 the single-pass cluster kernel for the last shape's 168
+      polynomials, the two-phase kernels for the 56 of the one before);
+    - the two-phase kernels only (JAX_FHE_NTT_CLUSTER=0), also at every size
+      (JAX_FHE_NTT_WHOLE=0), and their L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES: a budget of 6
+      polynomials, i.e. chunks of one limb x 4 batch entries at P = 4);
+    - the sm_90 single-pass cluster kernel with clusters of 8 and 16 CTAs for both directions
+      (JAX_FHE_NTT_CLUSTER=8 / 16; N = 2^16 with primes below 2^30, 56 and 168 polynomials over
+      the clusters; other sizes and the 31-bit primes fall back; tests/ntt_cluster_check.py
+      covers more shapes);
+    - the N = 2^16 kernels compiled for 2 or 3 resident blocks per SM (JAX_FHE_NTT_MIN_BLOCKS;
+      the default mixes them by kernel);
+    - the streamed two-phase kernel (JAX_FHE_NTT_STREAM=1; N = 2^16 at 4 polynomials per thread)
+      with chunks of one polynomial group, so that the second phase's tiles wait on 14 chunks."""
     import os
     import subprocess
     import sys
 
     env = dict(os.environ, JAX_FHE_NTT_CLUSTER=variant.split("-")[1] if variant.startswith("cluster") else "0")
+    if variant == "default":
+        del env["JAX_FHE_NTT_CLUSTER"]
     if variant == "chunked":
         env["JAX_FHE_NTT_CHUNK_BYTES"] = str(6 * (1 << 16) * 4)
     if variant.startswith("min-blocks-"):
