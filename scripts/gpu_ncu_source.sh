@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # On the device machine (under scripts/gpu_prebuilt.sh): per-instruction stall sampling of the NTT
-# kernels with Nsight Compute's source counters. For each op in $PROFILE_OPS (ntt, intt) and each
-# cluster size in $CLUSTERS (JAX_FHE_NTT_CLUSTER values; 0 = the two-phase kernels), profiles the
-# first launch at L = 48, batch 16 and writes under $OUT: the report (.ncu-rep), the summary and
-# the SASS source page as CSV (per instruction: executed count and stall samples by reason).
+# kernels with Nsight Compute's source counters, at L = 48, batch 16 (first launch of each case).
+# PROFILE_CASES: op:cluster pairs (op ntt or intt; cluster a JAX_FHE_NTT_CLUSTER value, 0 = the
+# two-phase kernels), default "ntt:8 intt:16". Writes under $OUT, per case: the summary (.txt) and
+# the SASS source page as CSV (.sass.csv: per instruction, executions and stall samples by reason;
+# analyse with scripts/stall_segments.py); the report itself (.ncu-rep) only with KEEP_REP=1.
 set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-for c in ${CLUSTERS:-8 16}; do
-  for op in ${PROFILE_OPS:-ntt intt}; do
-    name="${op}_c${c}"
-    JAX_FHE_NTT_CLUSTER=$c $NCU --clock-control none -k regex:'ntt_' --launch-count 1 \
-      --section SourceCounters --section WarpStateStats --section SpeedOfLight \
-      --import-source no -f -o "$OUT/$name" \
-      python3 benchmarks/profile_kernels.py $op --limbs 48 --batch 16 > "$OUT/$name.log" 2>&1
-    $NCU --import "$OUT/$name.ncu-rep" > "$OUT/$name.txt" 2>&1
-    $NCU --import "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
-    echo "== $name"; grep -E "Duration|Warp Cycles Per Issued|Executed Ipc|Stall|ntt_" "$OUT/$name.txt" | cut -c1-160 | head -20
-    head -c 600 "$OUT/$name.sass.csv"; echo
-  done
+for case in ${PROFILE_CASES:-ntt:8 intt:16}; do
+  op=${case%%:*} c=${case##*:}
+  name="${op}_c${c}" rep="/tmp/ncu_${op}_c${c}"
+  JAX_FHE_NTT_CLUSTER=$c $NCU --clock-control none -k regex:'ntt_' --launch-count 1 \
+    --section SourceCounters --section WarpStateStats --section SpeedOfLight \
+    --import-source no -f -o "$rep" \
+    python3 benchmarks/profile_kernels.py $op --limbs 48 --batch 16 > "/tmp/$name.log" 2>&1 || tail -5 "/tmp/$name.log"
+  $NCU --import "$rep.ncu-rep" > "$OUT/$name.txt" 2>&1
+  $NCU --import "$rep.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
+  [ "${KEEP_REP:-0}" = "1" ] && cp "$rep.ncu-rep" "$OUT/"
+  echo "== $name"; grep -E "Duration|Warp Cycles Per Issued|ntt_" "$OUT/$name.txt" | cut -c1-160 | head -6
 done
