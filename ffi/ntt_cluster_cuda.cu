@@ -669,17 +669,22 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
 }  // namespace
 
 // JAX_FHE_NTT_CLUSTER: unset, the default: where a launch has at least kAutoMinPolys
-// polynomials, the forward transform with clusters of 8 CTAs and the inverse with clusters of 16
-// (the faster of each on the H100; fewer polynomials leave each cluster too few items to fill
-// its pipeline, and the two-phase kernels win). 0: never; 1 or 8: clusters of 8 for both; 16:
-// clusters of 16 for both, at any size.
+// polynomials, the inverse transform with clusters of 16 CTAs, and the forward with clusters of 8
+// where the device's peak DRAM bandwidth is below kAutoForwardMaxGbps (the faster of each on the
+// H100; fewer polynomials leave each cluster too few items to fill its pipeline, and the
+// two-phase kernels win). The forward's limit: this kernel is issue-bound (about 293 us at L = 48,
+// batch 16 on the H100), while the two-phase kernels, bound by HBM, took 274 us on the H200
+// (3.35 against 4.8 TB/s peak; benchmarks/RESULTS.md, sessions 16 and 18). 0: never; 1 or 8:
+// clusters of 8 for both directions; 16: clusters of 16 for both, at any size.
 constexpr int64_t kAutoMinPolys = 128;
+constexpr int64_t kAutoForwardMaxGbps = 4000;
 bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                      const Tables& t, bool inverse, bool lazy) {
   static const int64_t mode = tuning_int("JAX_FHE_NTT_CLUSTER", -1);
   if ((mode != -1 && mode != 1 && mode != 8 && mode != 16) || !lazy || s.log_n != kLogN || cc_major() < 9)
     return false;
-  if (mode == -1 && s.polys < kAutoMinPolys) return false;
+  if (mode == -1 && (s.polys < kAutoMinPolys || (!inverse && peak_dram_gbps() >= kAutoForwardMaxGbps)))
+    return false;
   const bool sixteen = mode == 16 || (mode == -1 && inverse);
   if (sixteen)
     return inverse ? run_cluster<16, true>(stream, s, src, dst, t) : run_cluster<16, false>(stream, s, src, dst, t);

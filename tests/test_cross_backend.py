@@ -94,7 +94,8 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
     process, give the CPU's bits at N = 2^12 (the one-block kernel, 2 polynomials per thread at
     both batch sizes) and 2^14..2^16:
     - the default kernels (on sm_90 the single-pass cluster kernel for the last shape's 168
-      polynomials, the two-phase kernels for the 56 of the one before);
+      polynomials: the inverse, and the forward where the peak DRAM bandwidth is below 4 TB/s;
+      the two-phase kernels for the 56 of the shape before);
     - the two-phase kernels only (JAX_FHE_NTT_CLUSTER=0), also at every size
       (JAX_FHE_NTT_WHOLE=0), and their L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES: a budget of 6
       polynomials, i.e. chunks of one limb x 4 batch entries at P = 4);
