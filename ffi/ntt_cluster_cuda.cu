@@ -28,14 +28,19 @@
 // C = 8: one 512-thread CTA per SM (200 KB of shared memory); C = 16 (a non-portable cluster
 // size): two 256-thread CTAs of 100 KB per SM, whose barriers and phases do not line up.
 //
-// Status (opt-in, JAX_FHE_NTT_CLUSTER=8 / 16; benchmarks/RESULTS.md, session 17). H100, L = 48,
-// batch 16, device time: inverse at C = 16 314.2-318.7 us against 340.5-341.8 for the two-phase
-// kernels; forward 341-346 us (C = 8) / 357-361 (C = 16) against 335-339; slower at batch 8 and
-// below. Issue-bound: about 75 instructions per coefficient (48 of them butterflies) at 1.4-1.9
-// instructions per cycle, stalls spread over scoreboard waits, the integer pipe, the MIO queue
-// and barriers. Measured and not kept: a cluster barrier per item (its release is MEMBAR.ALL.GPU,
-// its acquire an L1 invalidation), rows dealt round-robin to the owners (forward unchanged,
-// inverse slower).
+// Status (benchmarks/RESULTS.md, sessions 17-18): the default for launches of >= 128 polynomials
+// (run_ntt_cluster). H100, L = 48, batch 16, device time: forward at C = 8 292-294 us, inverse at
+// C = 16 269-272 us (52% of copy) against 336-339 / 341-342 for the two-phase kernels; faster
+// from batch 4 (192 polynomials) on, slower at batch 1. Issue-bound: about 1260 instructions per
+// warp and item in the loop (768 of them butterflies) at 1.9 (forward, C = 8) to 2.5 (inverse,
+// C = 16) instructions per cycle; the stalls are now the integer pipe, fixed-latency dependencies,
+// the MIO queue (the forward's st.async burst) and barriers. Session 18's Nsight source counters
+// found, and the loop no longer has: synchronous twiddle reloads at prime changes (17% of the
+// inverse's stall samples), an L1 invalidation per item from a cluster-scope mbarrier acquire
+// (7%), and rows[] -> moduli[] dependent loads per item (3%). Measured and not kept: a cluster
+// barrier per item (its release is MEMBAR.ALL.GPU, its acquire an L1 invalidation), rows dealt
+// round-robin to the owners (forward unchanged, inverse slower), the column phase's row groups
+// numbered from the CTA's rank so that its warps send to different owners at once (no change).
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
