@@ -337,7 +337,7 @@ __global__ void __launch_bounds__(kMmaMaxThreads, 2)
       if (j < lin)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          copy_async16(buf + (h * lin + j) * 8 + ((g + 2 * j) & 7), xb + static_cast<int64_t>(j) * n + n0 + 32 * h);
+          copy_async<16>(buf + (h * lin + j) * 8 + ((g + 2 * j) & 7), xb + static_cast<int64_t>(j) * n + n0 + 32 * h);
     }
     copy_async_commit();
   };

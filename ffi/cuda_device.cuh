@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "common.h"
@@ -97,22 +98,19 @@ __device__ __forceinline__ void allow_dependents() {
 #endif
 }
 
-// 16-byte global -> shared copy that does not hold a register (cp.async, sm_80 and newer)
-__device__ __forceinline__ void copy_async16(uint4* dst, const uint32_t* src) {
+// BYTES (4, 8 or 16) global -> shared copy that does not hold a register (cp.async, sm_80 and
+// newer); 16-byte copies bypass L1 (.cg), smaller ones cannot (.ca).
+template <int BYTES>
+__device__ __forceinline__ void copy_async(void* dst, const void* src) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+  if constexpr (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(d), "l"(src), "n"(BYTES) : "memory");
 #else
-  *dst = *reinterpret_cast<const uint4*>(src);
-#endif
-}
-// 4-byte form (cp.async.ca; the 16-byte .cg form above bypasses L1)
-__device__ __forceinline__ void copy_async4(uint32_t* dst, const uint32_t* src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(src) : "memory");
-#else
-  *dst = *src;
+  memcpy(dst, src, BYTES);
 #endif
 }
 __device__ __forceinline__ void copy_async_commit() {

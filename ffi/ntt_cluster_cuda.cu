@@ -258,8 +258,8 @@ __device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int
     }
     const int r = G::kSlice * rank + rho;
     const int g = (1 << (8 + st)) + (r << st) + m;  // stage 8 + st, group (r << st) + m
-    copy_async4(dst + rho * kTwRowWords + 2 * p, tw + g);
-    copy_async4(dst + rho * kTwRowWords + 2 * p + 1, tws + g);
+    copy_async<4>(dst + rho * kTwRowWords + 2 * p, tw + g);
+    copy_async<4>(dst + rho * kTwRowWords + 2 * p + 1, tws + g);
   }
 }
 
@@ -270,12 +270,12 @@ __device__ __forceinline__ void issue_tw_col(uint32_t* dst, uint32_t* scale, con
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
   for (int k = threadIdx.x; k < kSide; k += blockDim.x) {
-    copy_async4(dst + 2 * k, tw + k);
-    copy_async4(dst + 2 * k + 1, tws + k);
+    copy_async<4>(dst + 2 * k, tw + k);
+    copy_async<4>(dst + 2 * k + 1, tws + k);
   }
   if (INVERSE && threadIdx.x == 0) {
-    copy_async4(scale, t.scale + row);
-    copy_async4(scale + 1, t.scale_shoup + row);
+    copy_async<4>(scale, t.scale + row);
+    copy_async<4>(scale + 1, t.scale_shoup + row);
   }
 }
 // The inverse's last-stage constants once issue_tw_col's copies have landed (one thread):
@@ -350,10 +350,10 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
       const int chunk = tid + u * G::kThreads;
       if (!INVERSE) {  // column tile: 256 rows x S / 4 chunks
         const int r = chunk / (S / 4), c = 4 * (chunk % (S / 4));
-        copy_async16(reinterpret_cast<uint4*>(sm.in[b] + G::col_tile(r, c)), p + r * kSide + S * rank + c);
+        copy_async<16>(sm.in[b] + G::col_tile(r, c), p + r * kSide + S * rank + c);
       } else {  // row tile: S rows x 64 chunks
         const int r = chunk >> 6, c = 4 * (chunk & 63);
-        copy_async16(reinterpret_cast<uint4*>(sm.in[b] + G::row_tile(r, c)), p + (S * rank + r) * kSide + c);
+        copy_async<16>(sm.in[b] + G::row_tile(r, c), p + (S * rank + r) * kSide + c);
       }
     }
   };
