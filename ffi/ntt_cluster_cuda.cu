@@ -40,7 +40,9 @@
 // (7%), and rows[] -> moduli[] dependent loads per item (3%). Measured and not kept: a cluster
 // barrier per item (its release is MEMBAR.ALL.GPU, its acquire an L1 invalidation), rows dealt
 // round-robin to the owners (forward unchanged, inverse slower), the column phase's row groups
-// numbered from the CTA's rank so that its warps send to different owners at once (no change).
+// numbered from the CTA's rank so that its warps send to different owners at once (no change),
+// the barrier after the st.async burst moved past the next first round with every cp.async
+// waited for at P4 (forward unchanged, inverse 6 us slower: its prefetches lose a round).
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
