@@ -17,9 +17,9 @@
 //
 // Persistence. The grid is as many clusters as fit; each takes a contiguous range of
 // polynomials in limb-major order (the batch entries of one limb in a row), so:
-//   * the twiddles live in shared memory and are reloaded only when the prime changes: the
-//     column phase's 255 (universal) pairs, double-buffered, and the row phase's 255 pairs per
-//     owned row. Twiddles are the loads that made the first cluster kernel (one polynomial per
+//   * the twiddles live in shared memory and are reloaded only when the prime changes, by
+//     cp.async while the polynomials before compute: the column phase's 255 (universal) pairs,
+//     double-buffered, and the row phase's 255 pairs per owned row. Twiddles are the loads that made the first cluster kernel (one polynomial per
 //     thread, every twiddle from L2) slower than the two-phase kernels;
 //   * the next polynomial's slice is prefetched with cp.async while the current one computes,
 //     into the other of two input tiles;
@@ -29,15 +29,15 @@
 // size): two 256-thread CTAs of 100 KB per SM, whose barriers and phases do not line up.
 //
 // Status (benchmarks/RESULTS.md, sessions 17-18): the default for launches of >= 128 polynomials
-// (run_ntt_cluster). H100, L = 48, batch 16, device time: forward at C = 8 292-294 us, inverse at
-// C = 16 269-272 us (52% of copy) against 336-339 / 341-342 for the two-phase kernels; faster
+// (run_ntt_cluster). H100, L = 48, batch 16, device time: forward at C = 8 290-294 us, inverse at
+// C = 16 267-272 us (52% of copy) against 336-339 / 341-342 for the two-phase kernels; faster
 // from batch 4 (192 polynomials) on, slower at batch 1. Issue-bound: about 1260 instructions per
 // warp and item in the loop (768 of them butterflies) at 1.9 (forward, C = 8) to 2.5 (inverse,
 // C = 16) instructions per cycle; the stalls are now the integer pipe, fixed-latency dependencies,
 // the MIO queue (the forward's st.async burst) and barriers. Session 18's Nsight source counters
-// found, and the loop no longer has: synchronous twiddle reloads at prime changes (17% of the
-// inverse's stall samples), an L1 invalidation per item from a cluster-scope mbarrier acquire
-// (7%), and rows[] -> moduli[] dependent loads per item (3%). Measured and not kept: a cluster
+// found, and the loop no longer has: synchronous twiddle reloads at prime changes (13% of the
+// inverse's stall samples at C = 16), an L1 invalidation per item from a cluster-scope mbarrier
+// acquire (4%), and rows[] -> moduli[] dependent loads per item (3%). Measured and not kept: a cluster
 // barrier per item (its release is MEMBAR.ALL.GPU, its acquire an L1 invalidation), rows dealt
 // round-robin to the owners (forward unchanged, inverse slower), the column phase's row groups
 // numbered from the CTA's rank so that its warps send to different owners at once (no change),
@@ -148,7 +148,7 @@ __device__ __forceinline__ void mbar_expect(uint64_t* bar, uint32_t bytes) {
 // wait for the phase of parity `parity` to complete. The phase completes only once the st.async
 // bytes it counts have been written to this CTA's shared memory, which no cache stands in front
 // of, so the default CTA-scope acquire is enough; a cluster-scope acquire compiled to an L1
-// invalidation (CCTL.IVALL, for global data) per item: 7% of the stall samples.
+// invalidation (CCTL.IVALL, for global data) per item: 4% of the stall samples.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   asm volatile(
       "{\n\t.reg .pred done;\n"
