@@ -396,7 +396,7 @@ __global__ void __launch_bounds__(kMmaMaxThreads, 2)
   for (int it = 0; it < iters; ++it) {
     const int n0 = ((blockIdx.x * iters + it) * warps + warp) * kWarpCoeffs;
     if (n0 >= n) break;  // warp-uniform: the mma below needs the whole warp
-    copy_async_wait_all();  // this thread's copies of chunk `it`
+    copy_async_wait<0>();  // this thread's copies of chunk `it`
     const uint4* buf = sStage + (it & 1) * (16 * lin);
     // v[r][h][e]: y_(4r+t) at coefficient n0 + 32 h + 4 g + e
     uint32_t v[R][2][4];

@@ -125,7 +125,6 @@ __device__ __forceinline__ void copy_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
 #endif
 }
-__device__ __forceinline__ void copy_async_wait_all() { copy_async_wait<0>(); }
 #endif
 
 }  // namespace jax_fhe

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "common.h"
+#include "modarith.h"
 #include "ntt_args.h"
 
 namespace jax_fhe {
@@ -103,10 +104,6 @@ struct KeyProductCall {
   PolyShape ps;
   int64_t table_rows = 0;
 };
-
-inline uint32_t shoup_companion(uint64_t w, uint64_t p) {
-  return static_cast<uint32_t>((w << 32) / p);
-}
 
 inline ffi::Error key_product_error(const std::string& msg) {
   return ffi::Error::InvalidArgument("key_inner_product: " + msg);

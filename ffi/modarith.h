@@ -49,6 +49,12 @@ FHE_HD uint32_t mul_shoup(uint32_t a, uint32_t w, uint32_t w_shoup, uint32_t q) 
   return csub(mul_shoup_lazy(a, w, w_shoup, q), q);
 }
 
+// w' = floor(w * 2^32 / p), the Shoup companion of a constant w < p (a 64-bit division: for
+// values derived at run time; tables get theirs on the host, jax_fhe/rns/tables.py).
+FHE_HD uint32_t shoup_companion(uint64_t w, uint64_t p) {
+  return static_cast<uint32_t>((w << 32) / p);
+}
+
 // Reduction constants for a 64-bit accumulator modulo p:
 //   r32 = 2^32 mod p (with its Shoup companion) and the Shoup companion of 1.
 struct Reduce64 {

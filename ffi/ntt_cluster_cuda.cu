@@ -207,8 +207,8 @@ __device__ __forceinline__ void radix16(uint32_t (&x)[16], uint32_t q, const uin
           ct_butterfly_lazy(a, b, w[i], ws[i], q, two_q);
         } else if (SCALED && t == 0) {  // (a + b) N^-1, (a - b) tw N^-1, both canonical
           const uint32_t a0 = a;
-          a = csub(mul_shoup_lazy(a0 + b, sc[0], sc[1], q), q);
-          b = csub(mul_shoup_lazy(a0 - b + two_q, sc[2], sc[3], q), q);
+          a = mul_shoup(a0 + b, sc[0], sc[1], q);
+          b = mul_shoup(a0 - b + two_q, sc[2], sc[3], q);
         } else {
           gs_butterfly_lazy(a, b, w[i], ws[i], q, two_q);
         }
@@ -284,7 +284,7 @@ __device__ __forceinline__ void issue_tw_col(uint32_t* dst, uint32_t* scale, con
 // tw[1] N^-1 and its Shoup companion.
 __device__ __forceinline__ void finish_scale(uint32_t* scale, const uint32_t* tw_col, uint32_t q) {
   const uint32_t w1 = mul_shoup(tw_col[2], scale[0], scale[1], q);
-  scale[2] = w1, scale[3] = static_cast<uint32_t>((static_cast<uint64_t>(w1) << 32) / q);
+  scale[2] = w1, scale[3] = shoup_companion(w1, q);
 }
 
 template <int C, bool INVERSE>
