@@ -77,13 +77,19 @@ constexpr int kTwRowWords = 2 * kSide;  // 256 (w, w') pairs per owned row
 // that would exceed it use the two-phase kernels (run_cluster).
 constexpr int kMaxLimbSpan = 64;
 
-template <int C>
+// C slices per polynomial, run by C / H CTAs of H independent parts each: H = 2 splits a CTA
+// into two halves that synchronise separately (named barriers), as two CTAs per SM would, while
+// the cluster stays at 8 CTAs (15 clusters fit an H100 against 14 of 16 CTAs). Below, "CTA" means
+// such a part wherever H = 2.
+template <int C, int H = 1>
 struct Cluster {
-  static_assert(C == 8 || C == 16, "clusters of 8 or 16 CTAs");
-  static constexpr int kSlice = kSide / C;     // columns or rows a CTA owns
+  static_assert((C == 8 && H == 1) || (C == 16 && (H == 1 || H == 2)), "clusters of 8 or 16 parts");
+  static constexpr int kCtas = C / H;          // CTAs in the hardware cluster
+  static constexpr int kSlice = kSide / C;     // columns or rows a part owns
   static constexpr int kSliceWords = kN / C;
-  static constexpr int kThreads = kSliceWords / 16;  // 16 elements per thread
-  static constexpr int kMinBlocks = C == 8 ? 1 : 2;  // CTAs per SM
+  static constexpr int kThreads = kSliceWords / 16;  // of a part: 16 elements per thread
+  static constexpr int kBlockThreads = H * kThreads;
+  static constexpr int kMinBlocks = C == 8 || H == 2 ? 1 : 2;  // CTAs per SM
   static constexpr uint32_t kMidBytes = sizeof(uint32_t) * kSliceWords;  // an item's transactions
   struct Smem {
     uint64_t full[2];                       // mid[b] has received its item (mbarriers)
@@ -243,13 +249,13 @@ struct ItemCursor {
 // The row-phase twiddles of rows [S rank, S rank + S) of table row `row`, pair slots p with
 // LO <= p < HI of each row (see tw_row_slot).
 template <int C, int LO, int HI>
-__device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int row, int rank) {
+__device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int row, int rank, int tid) {
   using G = Cluster<C>;
   constexpr int W = HI - LO >= 128 ? kSide : 16;  // slots walked per row: all or the first 16
   static_assert(HI <= W, "slot range");
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
-  for (int idx = threadIdx.x; idx < G::kSlice * W; idx += G::kThreads) {
+  for (int idx = tid; idx < G::kSlice * W; idx += G::kThreads) {
     const int rho = idx / W, p = idx % W;
     if (p < LO || p >= HI || p == 0) continue;
     const int st = 31 - __clz(p);
@@ -267,15 +273,15 @@ __device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int
 
 // The column-phase twiddles (stages 0..7 use pairs 1..255) of table row `row`; for the inverse
 // also N^-1 and its Shoup companion into scale[0..1] (finish_scale derives scale[2..3]).
-template <bool INVERSE>
-__device__ __forceinline__ void issue_tw_col(uint32_t* dst, uint32_t* scale, const Tables& t, int row) {
+template <int C, bool INVERSE>
+__device__ __forceinline__ void issue_tw_col(uint32_t* dst, uint32_t* scale, const Tables& t, int row, int tid) {
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
-  for (int k = threadIdx.x; k < kSide; k += blockDim.x) {
+  for (int k = tid; k < kSide; k += Cluster<C>::kThreads) {
     copy_async<4>(dst + 2 * k, tw + k);
     copy_async<4>(dst + 2 * k + 1, tws + k);
   }
-  if (INVERSE && threadIdx.x == 0) {
+  if (INVERSE && tid == 0) {
     copy_async<4>(scale, t.scale + row);
     copy_async<4>(scale + 1, t.scale_shoup + row);
   }
@@ -287,20 +293,32 @@ __device__ __forceinline__ void finish_scale(uint32_t* scale, const uint32_t* tw
   scale[2] = w1, scale[3] = shoup_companion(w1, q);
 }
 
-template <int C, bool INVERSE>
-__global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
+template <int C, int H, bool INVERSE>
+__global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::kMinBlocks)
     ntt_cluster_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                        Tables t, int64_t polys, int64_t batch) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  using G = Cluster<C>;
+  using G = Cluster<C, H>;
   constexpr int S = G::kSlice;
   extern __shared__ __align__(16) uint32_t smem_words[];
-  typename G::Smem& sm = *reinterpret_cast<typename G::Smem*>(smem_words);
-  const int tid = threadIdx.x;
+  typename G::Smem* const parts = reinterpret_cast<typename G::Smem*>(smem_words);
+  const int part = H == 1 ? 0 : static_cast<int>(threadIdx.x) / G::kThreads;
+  typename G::Smem& sm = parts[part];
+  const int tid = static_cast<int>(threadIdx.x) - part * G::kThreads;  // within the part
   const int col = tid % S, g = tid / S;   // column phase: owned column, row group (0..15)
   const int rho = tid >> 4, s = tid & 15;  // row phase: owned row, thread within the row
-  const int rank = static_cast<int>(cluster_rank());
-  const int64_t clusters = gridDim.x / C, cid = blockIdx.x / C;
+  const int rank = H * static_cast<int>(cluster_rank()) + part;  // the part's slice
+  const int64_t clusters = gridDim.x / G::kCtas, cid = blockIdx.x / G::kCtas;
+  // the part's barrier: the whole CTA's, or a named one per half
+  auto part_sync = [part]() {
+    if (H == 1) __syncthreads();
+    else asm volatile("bar.sync %0, %1;" ::"r"(1 + part), "n"(G::kThreads) : "memory");
+  };
+  // shared::cluster address of `mine` (in this part's Smem) in the Smem of part `r`
+  auto map_part = [part](const void* mine, int r) {
+    const char* p = reinterpret_cast<const char*>(mine) + (r % H - part) * static_cast<int>(sizeof(typename G::Smem));
+    return map_rank(p, static_cast<uint32_t>(r / H));
+  };
   const int64_t first = cid * polys / clusters;
   const int n = static_cast<int>((cid + 1) * polys / clusters - first);
   if (n == 0) return;  // n is the same in every CTA of the cluster
@@ -338,7 +356,7 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
                 : G::row_tile(16 * g + p - S * owner_fwd, S * rank + col) - 256 * p);
   uint32_t remote_mid[kDest];
 #pragma unroll
-  for (int k = 0; k < kDest; ++k) remote_mid[k] = map_rank(sm.mid[0], INVERSE ? k : owner_fwd);
+  for (int k = 0; k < kDest; ++k) remote_mid[k] = map_part(sm.mid[0], INVERSE ? k : owner_fwd);
   // the owner's full[0] at a fixed distance from its mid[0] (one CTA's window is contiguous;
   // checked once below)
   const uint32_t full_delta = smem_addr(&sm.full[0]) - smem_addr(sm.mid[0]);
@@ -460,7 +478,7 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
       // Staged through the tile so that a warp's 16-byte stores cover 512 contiguous bytes (from
       // the registers they would sit 64 bytes apart per lane: 16 lines per store instruction).
       round_d(sm.mid[i & 1], x, false);
-      __syncthreads();
+      part_sync();
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
         const int chunk = tid + u * G::kThreads, r = chunk >> 6, c = 4 * (chunk & 63);
@@ -483,7 +501,7 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
     const int row = t.rows[limb0 + k];
     sm.limb_row[k] = row, sm.limb_q[k] = t.moduli[row];
   }
-  __syncthreads();
+  part_sync();
   ItemCursor ahead = {first % batch, 0};  // the next item to look up
   auto take = [&]() {
     const WorkItem w = ahead.item(limb0, t.limbs, sm.limb_row, sm.limb_q);
@@ -503,7 +521,7 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
   bool scale_due0 = false, scale_due1 = false;
   auto issue_col = [&](int b, int row) {
     if ((b ? col_tab1 : col_tab0) == row) return;
-    issue_tw_col<INVERSE>(sm.tw_col[b], sm.scale[b], t, row);
+    issue_tw_col<C, INVERSE>(sm.tw_col[b], sm.scale[b], t, row, tid);
     if (b) col_tab1 = row, scale_due1 = INVERSE;
     else col_tab0 = row, scale_due0 = INVERSE;
   };
@@ -515,14 +533,14 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
   // forward: the whole row table; inverse: round D's slots (16..255). Returns whether it loads.
   auto issue_row = [&](int row) {
     if (row_tab == row) return false;
-    if (INVERSE) issue_tw_row<C, 16, 256>(sm.tw_row, t, row, rank);
-    else issue_tw_row<C, 1, 256>(sm.tw_row, t, row, rank);
+    if (INVERSE) issue_tw_row<C, 16, 256>(sm.tw_row, t, row, rank, tid);
+    else issue_tw_row<C, 1, 256>(sm.tw_row, t, row, rank, tid);
     row_tab = row;
     return true;
   };
   auto issue_row_c = [&](int row) {  // inverse: round C's slots (1..15)
     if (row_tab_c == row) return;
-    issue_tw_row<C, 1, 16>(sm.tw_row, t, row, rank);
+    issue_tw_row<C, 1, 16>(sm.tw_row, t, row, rank, tid);
     row_tab_c = row;
   };
 
@@ -531,7 +549,7 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
   // arrival + the tile's bytes expected) for item i + 2 as soon as item i has completed it.
   if (tid == 0) {
     for (int k = 0; k < C; ++k)  // the layout assumption behind full_delta
-      if (map_rank(&sm.full[0], k) != map_rank(sm.mid[0], k) + full_delta) __trap();
+      if (map_part(&sm.full[0], k) != map_part(sm.mid[0], k) + full_delta) __trap();
     mbar_init(&sm.full[0], 1);
     mbar_init(&sm.full[1], 1);
     mbar_init_fence();
@@ -548,12 +566,12 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
   if (INVERSE) issue_row_c(cur.row);
   copy_async_commit();
   copy_async_wait<0>();
-  __syncthreads();
+  part_sync();
   finish_col(0, cur.q);
   finish_col(1, nxt.q);
   cluster_sync_all();  // every CTA runs and has initialised its barriers before any st.async
   round1(0, cur.q);
-  __syncthreads();
+  part_sync();
   // (the inverse's round-D table of item 1, as iteration -1 of the loop would)
   if (INVERSE && n > 1) issue_row(nxt.row);
   copy_async_commit();
@@ -576,7 +594,7 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
     const WorkItem after = i + 2 < n ? take() : nxt;
     // P1
     copy_async_wait<1>();
-    __syncthreads();  // (also: every thread's item i first phase is done with in[i & 1])
+    part_sync();  // (also: every thread's item i first phase is done with in[i & 1])
     finish_col(i & 1, cur.q);  // read by round 4 of item i, after the barrier in P3
     if (!INVERSE && i + 2 < n) issue_col(i & 1, after.row);
     if (INVERSE && more) issue_row_c(nxt.row);
@@ -590,11 +608,11 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
     // P3
     if (!INVERSE && row_due) {  // the row table issued at P4 of iteration i - 1 (2 groups since)
       copy_async_wait<2>();
-      __syncthreads();
+      part_sync();
       row_due = false;
     }
     round3(i, cur.q);
-    __syncthreads();  // (also publishes item i + 1's first round to its second)
+    part_sync();  // (also publishes item i + 1's first round to its second)
     if (INVERSE && i + 2 < n) issue_row(after.row);
     copy_async_commit();
     round4(i, cur.q, cur.poly);
@@ -603,7 +621,7 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
     // Every thread here is done reading mid[i & 1]. The other CTAs write item i + 2 there only
     // after their full barrier for item i + 1 completes, which needs this CTA's item i + 1
     // stores below (the complete-tx releases, the wait acquires): so the buffer is free then.
-    __syncthreads();
+    part_sync();
     if (!INVERSE && more) row_due = issue_row(nxt.row);
     if (INVERSE && i + 2 < n) issue_col(i & 1, after.row);
     copy_async_commit();
@@ -619,16 +637,17 @@ __global__ void __launch_bounds__(Cluster<C>::kThreads, Cluster<C>::kMinBlocks)
 #endif
 }
 
-// The launch configuration of the C-CTA kernel (grid: `clusters` clusters).
-template <int C, bool INVERSE>
+// The launch configuration of the kernel (grid: `clusters` clusters of C / H CTAs).
+template <int C, int H, bool INVERSE>
 cudaLaunchConfig_t cluster_config(int64_t clusters, cudaStream_t stream, cudaLaunchAttribute* attr) {
+  using G = Cluster<C, H>;
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(clusters * C), 1, 1);
-  cfg.blockDim = dim3(Cluster<C>::kThreads, 1, 1);
-  cfg.dynamicSmemBytes = sizeof(typename Cluster<C>::Smem);
+  cfg.gridDim = dim3(static_cast<unsigned>(clusters * G::kCtas), 1, 1);
+  cfg.blockDim = dim3(G::kBlockThreads, 1, 1);
+  cfg.dynamicSmemBytes = H * sizeof(typename G::Smem);
   cfg.stream = stream;
   attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = C;
+  attr[0].val.clusterDim.x = G::kCtas;
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
@@ -636,37 +655,38 @@ cudaLaunchConfig_t cluster_config(int64_t clusters, cudaStream_t stream, cudaLau
   return cfg;
 }
 
-// Clusters of the C-CTA kernel that fit on the device at once (0 if none or the query fails);
-// also opts the kernel into its shared memory (and C = 16 into a non-portable cluster size).
+// Clusters of the kernel that fit on the device at once (0 if none or the query fails); also
+// opts the kernel into its shared memory (and clusters of 16 CTAs into a non-portable size).
 // Once per device.
-template <int C, bool INVERSE>
+template <int C, int H, bool INVERSE>
 int64_t max_active_clusters() {
   return per_device([](int) -> int64_t {
-    auto kernel = ntt_cluster_kernel<C, INVERSE>;
-    constexpr int smem = static_cast<int>(sizeof(typename Cluster<C>::Smem));
+    auto kernel = ntt_cluster_kernel<C, H, INVERSE>;
+    constexpr int smem = static_cast<int>(H * sizeof(typename Cluster<C, H>::Smem));
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess)
       return 0;
-    if (C > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+    if (Cluster<C, H>::kCtas > 8 &&
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
       return 0;
     cudaLaunchAttribute attr[1];
-    const cudaLaunchConfig_t cfg = cluster_config<C, INVERSE>(1, nullptr, attr);
+    const cudaLaunchConfig_t cfg = cluster_config<C, H, INVERSE>(1, nullptr, attr);
     int clusters = 0;
     return cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess ? clusters : 0;
   });
 }
 
-template <int C, bool INVERSE>
+template <int C, int H, bool INVERSE>
 bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                  const Tables& t) {
-  const int64_t fit = max_active_clusters<C, INVERSE>();
+  const int64_t fit = max_active_clusters<C, H, INVERSE>();
   if (fit <= 0) return false;
   const int64_t clusters = std::min(fit, s.polys), batch = s.polys / s.limbs;
   // the limbs of a cluster's range must fit its shared-memory limb table
   const int64_t most = (s.polys + clusters - 1) / clusters;
   if ((most - 1) / batch + 2 > kMaxLimbSpan) return false;
   cudaLaunchAttribute attr[1];
-  const cudaLaunchConfig_t cfg = cluster_config<C, INVERSE>(clusters, stream, attr);
-  if (cudaLaunchKernelEx(&cfg, ntt_cluster_kernel<C, INVERSE>, src, dst, t, s.polys, batch) != cudaSuccess) {
+  const cudaLaunchConfig_t cfg = cluster_config<C, H, INVERSE>(clusters, stream, attr);
+  if (cudaLaunchKernelEx(&cfg, ntt_cluster_kernel<C, H, INVERSE>, src, dst, t, s.polys, batch) != cudaSuccess) {
     cudaGetLastError();  // refused (e.g. no cluster of C can be scheduled): the caller falls back
     return false;
   }
@@ -682,20 +702,23 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
 // two-phase kernels win). The forward's limit: this kernel is issue-bound (about 293 us at L = 48,
 // batch 16 on the H100), while the two-phase kernels, bound by HBM, took 274 us on the H200
 // (3.35 against 4.8 TB/s peak; benchmarks/RESULTS.md, sessions 16 and 18). 0: never; 1 or 8:
-// clusters of 8 for both directions; 16: clusters of 16 for both, at any size.
+// clusters of 8 for both directions; 16: clusters of 16 for both, at any size; 2: 16 slices on
+// clusters of 8 CTAs of two halves each (Cluster's H = 2), for both, at any size.
 constexpr int64_t kAutoMinPolys = 128;
 constexpr int64_t kAutoForwardMaxGbps = 4000;
 bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                      const Tables& t, bool inverse, bool lazy) {
   static const int64_t mode = tuning_int("JAX_FHE_NTT_CLUSTER", -1);
-  if ((mode != -1 && mode != 1 && mode != 8 && mode != 16) || !lazy || s.log_n != kLogN || cc_major() < 9)
+  if ((mode != -1 && mode != 1 && mode != 2 && mode != 8 && mode != 16) || !lazy || s.log_n != kLogN || cc_major() < 9)
     return false;
   if (mode == -1 && (s.polys < kAutoMinPolys || (!inverse && peak_dram_gbps() >= kAutoForwardMaxGbps)))
     return false;
+  if (mode == 2)
+    return inverse ? run_cluster<16, 2, true>(stream, s, src, dst, t) : run_cluster<16, 2, false>(stream, s, src, dst, t);
   const bool sixteen = mode == 16 || (mode == -1 && inverse);
   if (sixteen)
-    return inverse ? run_cluster<16, true>(stream, s, src, dst, t) : run_cluster<16, false>(stream, s, src, dst, t);
-  return inverse ? run_cluster<8, true>(stream, s, src, dst, t) : run_cluster<8, false>(stream, s, src, dst, t);
+    return inverse ? run_cluster<16, 1, true>(stream, s, src, dst, t) : run_cluster<16, 1, false>(stream, s, src, dst, t);
+  return inverse ? run_cluster<8, 1, true>(stream, s, src, dst, t) : run_cluster<8, 1, false>(stream, s, src, dst, t);
 }
 
 }  // namespace ntt_cuda
