@@ -154,7 +154,9 @@ __device__ __forceinline__ void mbar_expect(uint64_t* bar, uint32_t bytes) {
 // wait for the phase of parity `parity` to complete. The phase completes only once the st.async
 // bytes it counts have been written to this CTA's shared memory, which no cache stands in front
 // of, so the default CTA-scope acquire is enough; a cluster-scope acquire compiled to an L1
-// invalidation (CCTL.IVALL, for global data) per item: 4% of the stall samples.
+// invalidation (CCTL.IVALL, for global data) per item: 4% of the stall samples. The loop runs
+// about 30 times per item (3 instructions each); a suspend-time hint (NANOSLEEP.SYNCS between
+// tries) changed nothing measurable.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   asm volatile(
       "{\n\t.reg .pred done;\n"
@@ -361,19 +363,24 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   // checked once below)
   const uint32_t full_delta = smem_addr(&sm.full[0]) - smem_addr(sm.mid[0]);
 
-  // The first phase's slice of polynomial `poly` into in[b], 4 x 16 bytes per thread (the caller
-  // commits).
+  // ---- the first phase's slice of polynomial `poly` into in[b], 4 x 16 bytes per thread (the
+  // caller commits): chunks tid + kThreads u (u = 0..3) of the column tile (256 rows x S / 4
+  // chunks) or the row tile (S rows x 64 chunks). The inverse's are kRowStep rows apart, an even
+  // number, so that the tile's swizzle repeats: its offsets are chunk 0's plus constants (which
+  // saved about 50 instructions of 64-bit address arithmetic per warp and item and 5 us at
+  // L = 48, batch 16; the same for the forward's column tile, and for its output, cost 6-8 us).
+  constexpr int kRowStep = G::kThreads / 64;
+  const int in_tile = G::row_tile(tid >> 6, 4 * (tid & 63));  // (inverse) words
+  const int in_poly = (S * rank + (tid >> 6)) * kSide + 4 * (tid & 63);
   auto prefetch = [&](int64_t poly, int b) {
     const uint32_t* p = src + poly * kN;
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      const int chunk = tid + u * G::kThreads;
-      if (!INVERSE) {  // column tile: 256 rows x S / 4 chunks
-        const int r = chunk / (S / 4), c = 4 * (chunk % (S / 4));
+      if (!INVERSE) {  // column tile
+        const int chunk = tid + u * G::kThreads, r = chunk / (S / 4), c = 4 * (chunk % (S / 4));
         copy_async<16>(sm.in[b] + G::col_tile(r, c), p + r * kSide + S * rank + c);
-      } else {  // row tile: S rows x 64 chunks
-        const int r = chunk >> 6, c = 4 * (chunk & 63);
-        copy_async<16>(sm.in[b] + G::row_tile(r, c), p + (S * rank + r) * kSide + c);
+      } else {  // row tile
+        copy_async<16>(sm.in[b] + in_tile + 256 * kRowStep * u, p + in_poly + kSide * kRowStep * u);
       }
     }
   };
@@ -696,27 +703,28 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
 }  // namespace
 
 // JAX_FHE_NTT_CLUSTER: unset, the default: where a launch has at least kAutoMinPolys
-// polynomials, the inverse transform with clusters of 16 CTAs, and the forward with clusters of 8
-// where the device's peak DRAM bandwidth is below kAutoForwardMaxGbps (the faster of each on the
-// H100; fewer polynomials leave each cluster too few items to fill its pipeline, and the
-// two-phase kernels win). The forward's limit: this kernel is issue-bound (about 293 us at L = 48,
-// batch 16 on the H100), while the two-phase kernels, bound by HBM, took 274 us on the H200
-// (3.35 against 4.8 TB/s peak; benchmarks/RESULTS.md, sessions 16 and 18). 0: never; 1 or 8:
-// clusters of 8 for both directions; 16: clusters of 16 for both, at any size; 2: 16 slices on
-// clusters of 8 CTAs of two halves each (Cluster's H = 2), for both, at any size.
+// polynomials, the 16-slice kernel on clusters of 8 CTAs of two halves (H = 2) for the inverse,
+// and for the forward where the device's peak DRAM bandwidth is below kAutoForwardMaxGbps (the
+// fastest of the variants in both directions on the H100: benchmarks/RESULTS.md, session 19;
+// fewer polynomials leave each cluster too few items to fill its pipeline, and the two-phase
+// kernels win). The forward's limit: this kernel is issue-bound (about 277 us at L = 48, batch 16
+// on the H100), while the two-phase kernels, bound by HBM, took 274 us on the H200 (3.35 against
+// 4.8 TB/s peak; sessions 16 and 18). Forced, at any size and in both directions: 2: that
+// kernel; 1 or 8: clusters of 8 CTAs (8 slices); 16: clusters of 16 CTAs (16 slices, two CTAs
+// per SM). 0: never.
 constexpr int64_t kAutoMinPolys = 128;
 constexpr int64_t kAutoForwardMaxGbps = 4000;
 bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                      const Tables& t, bool inverse, bool lazy) {
   static const int64_t mode = tuning_int("JAX_FHE_NTT_CLUSTER", -1);
-  if ((mode != -1 && mode != 1 && mode != 2 && mode != 8 && mode != 16) || !lazy || s.log_n != kLogN || cc_major() < 9)
+  if ((mode != -1 && mode != 1 && mode != 2 && mode != 8 && mode != 16) || !lazy || s.log_n != kLogN ||
+      cc_major() < 9)
     return false;
   if (mode == -1 && (s.polys < kAutoMinPolys || (!inverse && peak_dram_gbps() >= kAutoForwardMaxGbps)))
     return false;
-  if (mode == 2)
+  if (mode == -1 || mode == 2)
     return inverse ? run_cluster<16, 2, true>(stream, s, src, dst, t) : run_cluster<16, 2, false>(stream, s, src, dst, t);
-  const bool sixteen = mode == 16 || (mode == -1 && inverse);
-  if (sixteen)
+  if (mode == 16)
     return inverse ? run_cluster<16, 1, true>(stream, s, src, dst, t) : run_cluster<16, 1, false>(stream, s, src, dst, t);
   return inverse ? run_cluster<8, 1, true>(stream, s, src, dst, t) : run_cluster<8, 1, false>(stream, s, src, dst, t);
 }

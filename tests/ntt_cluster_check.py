@@ -3,13 +3,13 @@ kernels (which test_ntt.py checks against the CPU and the Python reference), plu
 run as a script on the GPU machine (the kernel is chosen per process by JAX_FHE_NTT_CLUSTER, so
 each path runs in its own subprocess):
 
-    python tests/ntt_cluster_check.py [MODE ...]   (JAX_FHE_NTT_CLUSTER values; default 8 16)
+    python tests/ntt_cluster_check.py [MODE ...]   (JAX_FHE_NTT_CLUSTER values; default 2 8 16)
 
 Shapes cover fewer polynomials than clusters, uneven per-cluster ranges, limb changes inside a
 cluster's range, repeated rows (twiddles kept across items), a new prime at every item (every
 twiddle reload in flight while the previous item computes), and the issue's L = 48, batch 16.
-Exits non-zero on any mismatch. test_cross_backend.py's "cluster-8" and "cluster-16" variants are
-the pytest form (one shape, against the CPU).
+Exits non-zero on any mismatch. test_cross_backend.py's "cluster-2", "cluster-8" and
+"cluster-16" variants are the pytest form (one shape, against the CPU).
 """
 import os
 import subprocess
@@ -47,7 +47,7 @@ np.savez(sys.argv[1], **out)
 def main():
     import numpy as np
     files = {}
-    modes = sys.argv[1:] or ["8", "16"]
+    modes = sys.argv[1:] or ["2", "8", "16"]
     for mode in modes + ["0"]:
         path = os.path.join("/tmp", f"ntt_cluster_{mode}.npz")
         env = dict(os.environ, JAX_FHE_NTT_CLUSTER=mode)
