@@ -348,7 +348,6 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   // S rank + col). Inverse: columns s + 16 j of the row tile go to CTA (s + 16 j) / S = j / (S / 16)
   // as its column-tile columns (s + 16 j) % S (row S rank + rho). Byte offsets within the tile:
   // element j at remote_off[j & 1] (+ 1024 j forward).
-  constexpr int kDest = INVERSE ? C : 1;
   const int owner_fwd = 16 * g / S;
   uint32_t remote_off[2];
 #pragma unroll
@@ -356,9 +355,15 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     remote_off[p] = 4u * static_cast<uint32_t>(
         INVERSE ? G::col_tile(S * rank + rho, (s + 16 * p) % S)
                 : G::row_tile(16 * g + p - S * owner_fwd, S * rank + col) - 256 * p);
-  uint32_t remote_mid[kDest];
-#pragma unroll
-  for (int k = 0; k < kDest; ++k) remote_mid[k] = map_part(sm.mid[0], INVERSE ? k : owner_fwd);
+  // The parts' windows in the cluster's shared memory lie at fixed strides (checked once below):
+  // part k's mid[0] at remote_mid + (k / H) rank_stride + (k % H) sizeof(Smem), so that the
+  // inverse's C destinations cost no register each.
+  const uint32_t remote_mid = map_part(sm.mid[0], INVERSE ? 0 : owner_fwd);
+  const uint32_t rank_stride = G::kCtas > 1 ? map_rank(sm.mid[0], 1) - map_rank(sm.mid[0], 0) : 0;
+  auto part_mid = [&](int k) {
+    return remote_mid + static_cast<uint32_t>(k / H) * rank_stride +
+           static_cast<uint32_t>((k % H) * sizeof(typename G::Smem));
+  };
   // the owner's full[0] at a fixed distance from its mid[0] (one CTA's window is contiguous;
   // checked once below)
   const uint32_t full_delta = smem_addr(&sm.full[0]) - smem_addr(sm.mid[0]);
@@ -447,7 +452,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     if (!INVERSE) {
       round_b(sm.in[i & 1], x, true);
       radix16<false>(x, q, sm.tw_col[i & 1], col_slot_b);
-      const uint32_t base = remote_mid[0] + mid_off;
+      const uint32_t base = remote_mid + mid_off;
 #pragma unroll
       for (int j = 0; j < 16; ++j)
         store_async(base + remote_off[j & 1] + 1024 * j, x[j], base + full_off);
@@ -456,7 +461,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
       radix16<true>(x, q, twr, row_slot_c);
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
-        const uint32_t base = remote_mid[j / (S / 16)] + mid_off;
+        const uint32_t base = part_mid(j / (S / 16)) + mid_off;
         store_async(base + remote_off[j & 1], x[j], base + full_off);
       }
     }
@@ -555,8 +560,10 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   // full[b] counts the bytes of items b, b + 2, ... arriving in mid[b]: armed (this CTA's one
   // arrival + the tile's bytes expected) for item i + 2 as soon as item i has completed it.
   if (tid == 0) {
-    for (int k = 0; k < C; ++k)  // the layout assumption behind full_delta
+    for (int k = 0; k < C; ++k) {  // the layout assumptions behind full_delta and part_mid
       if (map_part(&sm.full[0], k) != map_part(sm.mid[0], k) + full_delta) __trap();
+      if (INVERSE && map_part(sm.mid[0], k) != part_mid(k)) __trap();
+    }
     mbar_init(&sm.full[0], 1);
     mbar_init(&sm.full[1], 1);
     mbar_init_fence();
