@@ -4,8 +4,9 @@
 //
 // Geometry. N = 256 x 256, row-major (index i = 256 r + c). The forward transform's stages 0..7
 // pair elements of one column, stages 8..15 elements of one row (ntt_cuda.cu's header). A
-// thread-block cluster of C CTAs (8 or 16) holds one polynomial at a time, each CTA a slice of
-// S = 256 / C columns or rows:
+// thread-block cluster holds one polynomial at a time in C slices (8 or 16), each run by a CTA or,
+// with H = 2, by one half of a CTA (Cluster<C, H>; "CTA" below means the slice's threads), each
+// slice S = 256 / C columns or rows:
 //   column phase: CTA k owns columns [S k, S k + S) (a 256 x S tile);
 //   row phase:    CTA m owns rows    [S m, S m + S) (an S x 256 tile).
 // The column phase's results go straight into the owners' row tiles through distributed shared
@@ -26,23 +27,23 @@
 //   * the next polynomial's first round runs while the current one's slices arrive; the second
 //     phase's tiles are double-buffered (see the loop for why no barrier is needed between).
 // C = 8: one 512-thread CTA per SM (200 KB of shared memory); C = 16 (a non-portable cluster
-// size): two 256-thread CTAs of 100 KB per SM, whose barriers and phases do not line up.
+// size): two 256-thread CTAs of 100 KB per SM, whose barriers and phases do not line up; C = 16,
+// H = 2 (the default): clusters of 8 CTAs of two such halves (named barriers), as independent
+// as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
-// Status (benchmarks/RESULTS.md, sessions 17-18): the default for launches of >= 128 polynomials
-// (run_ntt_cluster). H100, L = 48, batch 16, device time: forward at C = 8 290-294 us, inverse at
-// C = 16 267-272 us (52% of copy) against 336-339 / 341-342 for the two-phase kernels; faster
-// from batch 4 (192 polynomials) on, slower at batch 1. Issue-bound: about 1260 instructions per
-// warp and item in the loop (768 of them butterflies) at 1.9 (forward, C = 8) to 2.5 (inverse,
-// C = 16) instructions per cycle; the stalls are now the integer pipe, fixed-latency dependencies,
-// the MIO queue (the forward's st.async burst) and barriers. Session 18's Nsight source counters
-// found, and the loop no longer has: synchronous twiddle reloads at prime changes (13% of the
-// inverse's stall samples at C = 16), an L1 invalidation per item from a cluster-scope mbarrier
-// acquire (4%), and rows[] -> moduli[] dependent loads per item (3%). Measured and not kept: a cluster
-// barrier per item (its release is MEMBAR.ALL.GPU, its acquire an L1 invalidation), rows dealt
-// round-robin to the owners (forward unchanged, inverse slower), the column phase's row groups
-// numbered from the CTA's rank so that its warps send to different owners at once (no change),
-// the barrier after the st.async burst moved past the next first round with every cp.async
-// waited for at P4 (forward unchanged, inverse 6 us slower: its prefetches lose a round).
+// Status (benchmarks/RESULTS.md, sessions 17-19): the default for launches of >= 128 polynomials
+// (run_ntt_cluster), in its halves form. H100, L = 48, batch 16, device time: forward 274-277 us
+// (51% of copy), inverse 243-244 us (57.5%), against 335-339 / 340-342 for the two-phase kernels;
+// faster from batch 4 (192 polynomials) on, slower at batch 1. Issue-bound: about 1370-1400
+// instructions per warp and item (768 of them butterflies, about 90 the mbarrier wait loop) at
+// about 2 instructions per cycle; the stalls are spread over the integer pipes, fixed-latency and
+// shared-memory dependencies, the MIO queue and barriers. Measured and not kept (sessions 18-19):
+// a cluster barrier per item (its release is MEMBAR.ALL.GPU, its acquire an L1 invalidation), rows
+// dealt round-robin to the owners, the column phase's row groups numbered from the CTA's rank,
+// the barrier after the st.async burst moved past the next first round, 16-byte st.async staged
+// through the CTA's own tile (the extra barrier cost more than the MIO queue saved), a
+// suspend-time hint on the mbarrier wait (no change), and the forward's input and output
+// addresses as compile-time strides (6-8 us slower, unlike the inverse's input).
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
