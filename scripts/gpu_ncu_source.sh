@@ -2,13 +2,13 @@
 # On the device machine (under scripts/gpu_prebuilt.sh): per-instruction stall sampling of the NTT
 # kernels with Nsight Compute's source counters, at L = 48, batch 16 (first launch of each case).
 # PROFILE_CASES: op:cluster pairs (op ntt or intt; cluster a JAX_FHE_NTT_CLUSTER value, 0 = the
-# two-phase kernels), default "ntt:8 intt:16". Writes under $OUT, per case: the summary (.txt) and
-# the SASS source page as CSV (.sass.csv: per instruction, executions and stall samples by reason;
+# two-phase kernels), default "ntt:2 intt:2" (the default kernels since session 19). Writes under
+# $OUT, per case: the summary (.txt) and the SASS source page as CSV (.sass.csv: per instruction, executions and stall samples by reason;
 # analyse with scripts/stall_segments.py); the report itself (.ncu-rep) only with KEEP_REP=1.
 set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-for case in ${PROFILE_CASES:-ntt:8 intt:16}; do
+for case in ${PROFILE_CASES:-ntt:2 intt:2}; do
   op=${case%%:*} c=${case##*:}
   name="${op}_c${c}" rep="/tmp/ncu_${op}_c${c}"
   JAX_FHE_NTT_CLUSTER=$c $NCU --clock-control none -k regex:'ntt_' --launch-count 1 \
