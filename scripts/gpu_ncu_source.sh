@@ -3,8 +3,9 @@
 # kernels with Nsight Compute's source counters, at L = 48, batch 16 (first launch of each case).
 # PROFILE_CASES: op:cluster pairs (op ntt or intt; cluster a JAX_FHE_NTT_CLUSTER value, 0 = the
 # two-phase kernels), default "ntt:2 intt:2" (the default kernels since session 19). Writes under
-# $OUT, per case: the summary (.txt) and the SASS source page as CSV (.sass.csv: per instruction, executions and stall samples by reason;
-# analyse with scripts/stall_segments.py); the report itself (.ncu-rep) only with KEEP_REP=1.
+# $OUT, per case: the summary (.txt) and the SASS source page as CSV (.sass.csv: per instruction,
+# executions and stall samples by reason; analyse with scripts/stall_segments.py); the report
+# itself (.ncu-rep) only with KEEP_REP=1.
 set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
