@@ -490,11 +490,14 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
       for (int j = 0; j < 16; ++j) x[j] = csub(csub(x[j], two_q), q);  // [0, 4q) -> [0, q)
       // Staged through the tile so that a warp's 16-byte stores cover 512 contiguous bytes (from
       // the registers they would sit 64 bytes apart per lane: 16 lines per store instruction).
+      // A warp holds two whole rows (rho = tid >> 4), so it stages and stores only its own:
+      // row 2 w + u / 2, columns 4 lane + 128 (u % 2), behind a warp barrier.
       round_d(sm.mid[i & 1], x, false);
-      part_sync();
+      __syncwarp();
+      const int lane = tid & 31, r0 = tid >> 5 << 1;
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
-        const int chunk = tid + u * G::kThreads, r = chunk >> 6, c = 4 * (chunk & 63);
+        const int r = r0 + (u >> 1), c = 4 * lane + 128 * (u & 1);
         *reinterpret_cast<uint4*>(out + (S * rank + r) * kSide + c) =
             *reinterpret_cast<const uint4*>(sm.mid[i & 1] + G::row_tile(r, c));
       }
@@ -627,7 +630,12 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
       row_due = false;
     }
     round3(i, cur.q);
-    part_sync();  // (also publishes item i + 1's first round to its second)
+    // Round 4 reads what round 3 wrote. Forward: rounds C and D exchange within a row, whose 16
+    // threads are in one warp (a warp barrier is enough); inverse: rounds B and A within a column,
+    // whose threads are in 8 or 16 warps. (Each item's first round is published to its second
+    // by the barrier at P4.)
+    if (INVERSE) part_sync();
+    else __syncwarp();
     if (INVERSE && i + 2 < n) issue_row(after.row);
     copy_async_commit();
     round4(i, cur.q, cur.poly);
