@@ -32,8 +32,8 @@
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
 // Status (benchmarks/RESULTS.md, sessions 17-19): the default for launches of >= 128 polynomials
-// (run_ntt_cluster), in its halves form. H100, L = 48, batch 16, device time: forward 274-277 us
-// (51% of copy), inverse 243-244 us (57.5%), against 335-339 / 340-342 for the two-phase kernels;
+// (run_ntt_cluster), in its halves form. H100, L = 48, batch 16, device time: forward 265 us
+// (53% of copy), inverse 243-251 us (56-57.6%), against 335-339 / 340-342 for the two-phase kernels;
 // faster from batch 4 (192 polynomials) on, slower at batch 1. Issue-bound: about 1370-1400
 // instructions per warp and item (768 of them butterflies, about 90 the mbarrier wait loop) at
 // about 2 instructions per cycle; the stalls are spread over the integer pipes, fixed-latency and
@@ -723,7 +723,7 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
 // and for the forward where the device's peak DRAM bandwidth is below kAutoForwardMaxGbps (the
 // fastest of the variants in both directions on the H100: benchmarks/RESULTS.md, session 19;
 // fewer polynomials leave each cluster too few items to fill its pipeline, and the two-phase
-// kernels win). The forward's limit: this kernel is issue-bound (about 277 us at L = 48, batch 16
+// kernels win). The forward's limit: this kernel is issue-bound (about 265 us at L = 48, batch 16
 // on the H100), while the two-phase kernels, bound by HBM, took 274 us on the H200 (3.35 against
 // 4.8 TB/s peak; sessions 16 and 18). Forced, at any size and in both directions: 2: that
 // kernel; 1 or 8: clusters of 8 CTAs (8 slices); 16: clusters of 16 CTAs (16 slices, two CTAs
