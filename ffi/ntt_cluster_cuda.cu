@@ -20,8 +20,9 @@
 // polynomials in limb-major order (the batch entries of one limb in a row), so:
 //   * the twiddles live in shared memory and are reloaded only when the prime changes, by
 //     cp.async while the polynomials before compute: the column phase's 255 (universal) pairs,
-//     double-buffered, and the row phase's 255 pairs per owned row. Twiddles are the loads that made the first cluster kernel (one polynomial per
-//     thread, every twiddle from L2) slower than the two-phase kernels;
+//     double-buffered, and the row phase's 255 pairs per owned row. Twiddles are the loads that
+//     made the first cluster kernel (one polynomial per thread, every twiddle from L2) slower
+//     than the two-phase kernels;
 //   * the next polynomial's slice is prefetched with cp.async while the current one computes,
 //     into the other of two input tiles;
 //   * the next polynomial's first round runs while the current one's slices arrive; the second
@@ -314,7 +315,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   const int64_t clusters = gridDim.x / G::kCtas, cid = blockIdx.x / G::kCtas;
   // the part's barrier: the whole CTA's, or a named one per half
   auto part_sync = [part]() {
-    if (H == 1) __syncthreads();
+    if constexpr (H == 1) __syncthreads();
     else asm volatile("bar.sync %0, %1;" ::"r"(1 + part), "n"(G::kThreads) : "memory");
   };
   // shared::cluster address of `mine` (in this part's Smem) in the Smem of part `r`
