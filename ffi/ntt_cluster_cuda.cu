@@ -10,8 +10,9 @@
 //   column phase: CTA k owns columns [S k, S k + S) (a 256 x S tile);
 //   row phase:    CTA m owns rows    [S m, S m + S) (an S x 256 tile).
 // The column phase's results go straight into the owners' row tiles through distributed shared
-// memory (st.async, each store counted on the owner's mbarrier). The inverse runs the mirror
-// image (rows first, then columns, then the N^-1 scaling).
+// memory, counted on the owner's mbarrier: in the 16-slice forms as one 1 KB block per (sender,
+// owner) copied by the TMA engine (cp.async.bulk), otherwise by st.async per element. The inverse
+// runs the mirror image (rows first, then columns, then the N^-1 scaling), with st.async.
 //
 // Inside a phase each of the 4096 / C threads holds 16 elements and runs 4 stages in registers
 // (radix-16 rounds); the two rounds of a phase exchange through the CTA's own tile.
@@ -32,19 +33,24 @@
 // H = 2 (the default): clusters of 8 CTAs of two such halves (named barriers), as independent
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
-// Status (benchmarks/RESULTS.md, sessions 17-19): the default for launches of >= 128 polynomials
-// (run_ntt_cluster), in its halves form. H100, L = 48, batch 16, device time: forward 265 us
-// (53% of copy), inverse 243-251 us (56-57.6%), against 335-339 / 340-342 for the two-phase kernels;
-// faster from batch 4 (192 polynomials) on, slower at batch 1. Issue-bound: about 1370-1400
-// instructions per warp and item (768 of them butterflies, about 90 the mbarrier wait loop) at
-// about 2 instructions per cycle; the stalls are spread over the integer pipes, fixed-latency and
-// shared-memory dependencies, the MIO queue and barriers. Measured and not kept (sessions 18-19):
+// Status (benchmarks/RESULTS.md, sessions 17-20): the default for launches of >= 128 polynomials
+// (run_ntt_cluster), in its halves form. H100, L = 48, batch 16, device time: forward 256-258 us
+// (54-55% of copy), inverse 243-251 us (56-57.6%), against 335-339 / 340-342 for the two-phase
+// kernels; faster from batch 4 (192 polynomials) on, slower at batch 1. About 1370-1400
+// instructions per warp and item (768 of them butterflies) at about 2 per cycle, and per-section
+// clock counts (session 20) show the phases run one after another: without its butterflies the
+// forward still took 182 us, and 16 st.async per thread (32 KB out of each SM per item at about
+// 20 bytes per cycle) made round B twice as long as round A. Measured and not kept (sessions 18-20):
 // a cluster barrier per item (its release is MEMBAR.ALL.GPU, its acquire an L1 invalidation), rows
 // dealt round-robin to the owners, the column phase's row groups numbered from the CTA's rank,
 // the barrier after the st.async burst moved past the next first round, 16-byte st.async staged
 // through the CTA's own tile (the extra barrier cost more than the MIO queue saved), a
-// suspend-time hint on the mbarrier wait (no change), and the forward's input and output
-// addresses as compile-time strides (6-8 us slower, unlike the inverse's input).
+// suspend-time hint on the mbarrier wait (no change), the forward's input and output
+// addresses as compile-time strides (6-8 us slower, unlike the inverse's input), 32 slices on
+// clusters of 8 CTAs of four parts (281 / 257 us), the forward's output stored from the registers
+// (312 us), the butterfly's adds forced onto the ALU pipe (slower both ways), the forward's blocks
+// staged in the finished mid tile instead of in place (260 us: no acknowledgements needed, but
+// slower), and the inverse's blocks sent by TMA (a part barrier per item more; 267 us).
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
@@ -54,6 +60,7 @@
 //   row tile [S][256]: (rho, c) at 256 rho + (c ^ 16 (rho & 1) ^ 4 ((c >> 5) & 3)): the second
 //     round's 16-byte loads of 16 consecutive columns spread a quarter warp over all 32 banks,
 //     the first round's 16-column strides over both halves.
+//     The bulk forward's (S = 16) is 16 blocks of 1 KB, one per sender (Cluster::bulk_tile).
 //   row twiddles: per owned row, 256 pairs (w, w') at "heap" index k = 2^t + m for the pair of
 //     local stage t (0..7) and group m, except that for t >= 5 the pair of thread s
 //     (m = 2^(t-4) s + 2 i + b) sits at 2^t + 32 i + 2 s + b, so a quarter warp's 16-byte loads
@@ -93,8 +100,12 @@ struct Cluster {
   static constexpr int kBlockThreads = H * kThreads;
   static constexpr int kMinBlocks = C == 8 || H == 2 ? 1 : 2;  // CTAs per SM
   static constexpr uint32_t kMidBytes = sizeof(uint32_t) * kSliceWords;  // an item's transactions
+  // The forward of the 16-slice forms sends its first phase's results as one 1 KB block per
+  // owner by the TMA engine (cp.async.bulk), not 16 st.async per thread (see round2).
+  static constexpr bool kBulkForward = C == 16;
   struct Smem {
     uint64_t full[2];                       // mid[b] has received its item (mbarriers)
+    uint64_t sent[2];                       // bulk forward: every owner has received in[b]'s blocks
     uint32_t in[2][kSliceWords];            // first phase's tiles, prefetched
     uint32_t mid[2][kSliceWords];           // second phase's tiles, written by the cluster
     uint32_t tw_row[kSlice * kTwRowWords];  // row-phase twiddles of the owned rows
@@ -109,6 +120,19 @@ struct Cluster {
   }
   static __device__ __forceinline__ int row_tile(int rho, int c) {
     return 256 * rho + (c ^ ((rho & 1) << 4) ^ (((c >> 5) & 3) << 2));
+  }
+  // Bulk forward's row tile: 16 blocks of 1 KB, block k = columns [16 k, 16 k + 16) (what part k
+  // sends), 16-byte chunk 4 rho + v of a block permuted by XOR with blk_perm(k) and rows swapped
+  // by the owner's parity `own`:
+  //   word (rho, c) at 256 k + 4 ((4 (rho ^ own) + v) ^ blk_perm(k)) + e,  c = 16 k + 4 v + e.
+  // Conflict-free for round C (a warp reads one block: two rows x 16 columns), round D (8 lanes
+  // read chunk v of one row in 8 blocks: blk_perm is a permutation of 0..7), the output staging
+  // (8 lanes read chunks 0..3 of blocks 2a, 2a + 1: blk_perm differs in bit 2 between them) and
+  // the sender's writes (two owners of opposite parity per warp).
+  static __device__ __forceinline__ int blk_perm(int k) { return ((k & 1) << 2) | ((k >> 1) & 3); }
+  static __device__ __forceinline__ int bulk_tile(int own, int rho, int c) {
+    const int k = c >> 4, v = (c >> 2) & 3, e = c & 3;
+    return 256 * k + 4 * ((4 * (rho ^ own) + v) ^ blk_perm(k)) + e;
   }
 };
 
@@ -167,6 +191,25 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
       "@!done bra WAIT_%=;\n\t}"
       ::"r"(smem_addr(bar)), "r"(parity) : "memory");
 }
+// One arrival on the mbarrier at `addr` (shared::cluster, from map_rank). Relaxed: it reports
+// that TMA copies out of the arriving CTA's memory have landed, which orders nothing the arriver
+// wrote; the release form (MEMBAR.ALL.GPU, behind the thread's global stores) cost about 20 us at
+// L = 48, batch 16.
+__device__ __forceinline__ void mbar_arrive_remote(uint32_t addr) {
+  asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(addr) : "memory");
+}
+// orders this thread's generic-proxy writes to shared memory before later async-proxy (TMA)
+// reads of it
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+// `bytes` (a multiple of 16) from this CTA's shared memory to shared memory of the cluster
+// (`dst` from map_rank) by the TMA engine, counted on that CTA's mbarrier `bar`
+__device__ __forceinline__ void bulk_copy_remote(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(dst), "r"(smem_addr(src)), "r"(bytes), "r"(bar) : "memory");
+}
+
 // 4 bytes into CTA-shared memory of the cluster (`addr` from map_rank), counted on that CTA's
 // mbarrier `bar` (likewise mapped); asynchronous, no fence
 __device__ __forceinline__ void store_async(uint32_t addr, uint32_t v, uint32_t bar) {
@@ -312,6 +355,9 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   const int col = tid % S, g = tid / S;   // column phase: owned column, row group (0..15)
   const int rho = tid >> 4, s = tid & 15;  // row phase: owned row, thread within the row
   const int rank = H * static_cast<int>(cluster_rank()) + part;  // the part's slice
+  constexpr bool kBulk = !INVERSE && G::kBulkForward;
+  // the second phase's tile: the bulk forward's block layout, or row_tile
+  auto mid_tile = [own = rank & 1](int r, int c) { return kBulk ? G::bulk_tile(own, r, c) : G::row_tile(r, c); };
   const int64_t clusters = gridDim.x / G::kCtas, cid = blockIdx.x / G::kCtas;
   // the part's barrier: the whole CTA's, or a named one per half
   auto part_sync = [part]() {
@@ -331,19 +377,20 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   // compile-time offset from one of them ------------------------------------------------------
   // round A (stages 0..3): column tile rows g + 16 j       -> off_a[j & 1] + 16 S j
   // round B (stages 4..7): column tile rows 16 g + j       -> off_b[j & 1] + S j
-  // round C (stages 8..11): row tile columns s + 16 j      -> at_c(j)
+  // round C (stages 8..11): row tile columns s + 16 j      -> off_c[j & 7] + (128 or 2048) (j >> 3)
   // round D (stages 12..15): row tile columns 16 s + 4 v + e -> off_d[v] + e (16-byte vectors)
-  int off_a[2], off_b[2], off_c[4][2], off_d[4];
+  // (the tile being mid_tile's: the inverse's rounds D and C use row_tile on in[])
+  int off_a[2], off_b[2], off_c[8], off_d[4];
 #pragma unroll
   for (int p = 0; p < 2; ++p) {
     off_a[p] = G::col_tile(g + 16 * p, col) - 16 * S * p;
     off_b[p] = G::col_tile(16 * g + p, col) - S * p;
-#pragma unroll
-    for (int c4 = 0; c4 < 4; ++c4) off_c[c4][p] = G::row_tile(rho, s + 16 * p + 32 * c4) - 32 * c4;
   }
 #pragma unroll
-  for (int v = 0; v < 4; ++v) off_d[v] = G::row_tile(rho, 16 * s + 4 * v);
-  auto at_c = [&](int j) { return off_c[(j >> 1) & 3][j & 1] + 32 * (j >> 1); };
+  for (int h = 0; h < 8; ++h) off_c[h] = mid_tile(rho, s + 16 * h);
+#pragma unroll
+  for (int v = 0; v < 4; ++v) off_d[v] = mid_tile(rho, 16 * s + 4 * v);
+  auto at_c = [&](int j) { return off_c[j & 7] + (kBulk ? 2048 : 128) * (j >> 3); };
 
   // ---- the first phase's remote stores. Forward: rows 16 g + j of the column tile go to CTA
   // (16 g + j) / S, the same for all j, as its row-tile rows 16 g + j - S owner (column
@@ -360,6 +407,12 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   // The parts' windows in the cluster's shared memory lie at fixed strides (checked once below):
   // part k's mid[0] at remote_mid + (k / H) rank_stride + (k % H) sizeof(Smem), so that the
   // inverse's C destinations cost no register each.
+  // Bulk forward: rows 16 g + j of the column tile (this half-warp's 1 KB, g = owner_fwd) are
+  // rewritten in place in the owner's block layout (element j at stage_off[j & 1] + 16 j) and sent
+  // as one block.
+  int stage_off[2];
+#pragma unroll
+  for (int p = 0; p < 2; ++p) stage_off[p] = G::bulk_tile(owner_fwd & 1, p, S * rank + col) - 256 * rank - 16 * p;
   const uint32_t remote_mid = map_part(sm.mid[0], INVERSE ? 0 : owner_fwd);
   const uint32_t rank_stride = G::kCtas > 1 ? map_rank(sm.mid[0], 1) - map_rank(sm.mid[0], 0) : 0;
   auto part_mid = [&](int k) {
@@ -451,7 +504,19 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     uint32_t x[16];
     const uint32_t mid_off = (i & 1) * G::kMidBytes;
     const uint32_t full_off = full_delta - mid_off + (i & 1) * sizeof(uint64_t);  // from the data
-    if (!INVERSE) {
+    if (kBulk) {
+      round_b(sm.in[i & 1], x, true);
+      radix16<false>(x, q, sm.tw_col[i & 1], col_slot_b);
+      uint32_t* blk = sm.in[i & 1] + 16 * S * g;  // column tile rows 16 g .. 16 g + 15
+      __syncwarp();  // the half-warp's loads of its block are done
+#pragma unroll
+      for (int j = 0; j < 16; ++j) blk[stage_off[j & 1] + 16 * j] = x[j];
+      fence_proxy_async_smem();
+      __syncwarp();
+      if (col == 0)
+        bulk_copy_remote(remote_mid + mid_off + 1024u * static_cast<uint32_t>(rank), blk, 1024,
+                         remote_mid + mid_off + full_off);
+    } else if (!INVERSE) {
       round_b(sm.in[i & 1], x, true);
       radix16<false>(x, q, sm.tw_col[i & 1], col_slot_b);
       const uint32_t base = remote_mid + mid_off;
@@ -500,7 +565,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
       for (int u = 0; u < 4; ++u) {
         const int r = r0 + (u >> 1), c = 4 * lane + 128 * (u & 1);
         *reinterpret_cast<uint4*>(out + (S * rank + r) * kSide + c) =
-            *reinterpret_cast<const uint4*>(sm.mid[i & 1] + G::row_tile(r, c));
+            *reinterpret_cast<const uint4*>(sm.mid[i & 1] + mid_tile(r, c));
       }
     } else {
       round_a(sm.mid[i & 1], x, true);
@@ -571,6 +636,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     }
     mbar_init(&sm.full[0], 1);
     mbar_init(&sm.full[1], 1);
+    if (kBulk) mbar_init(&sm.sent[0], C), mbar_init(&sm.sent[1], C);
     mbar_init_fence();
     mbar_expect(&sm.full[0], G::kMidBytes);
     if (n > 1) mbar_expect(&sm.full[1], G::kMidBytes);
@@ -602,8 +668,10 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   // commit groups per iteration (some empty), so the waits count statically:
   //   P1: forward: column table of item i + 2 (buffer i & 1; items i's readers are done);
   //       inverse: round-C slots of item i + 1
-  //   P2: item i + 2's slice into in[i & 1]
-  //   P3: inverse: round-D slots of item i + 2 (item i + 1's round D is done)
+  //   P2: item i + 2's slice into in[i & 1] (bulk forward: empty)
+  //   P3: inverse: round-D slots of item i + 2 (item i + 1's round D is done); bulk forward:
+  //       item i + 2's slice into in[i & 1], once every owner has received item i's blocks
+  //       from it (the TMA read them there)
   //   P4: forward: row table of item i + 1 (item i's rounds C, D are done);
   //       inverse: column table of item i + 2 (buffer i & 1)
   // wait<1> at P1 completes all but the last P4 group: item i + 1's slice, the forward's column
@@ -622,7 +690,10 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     // P2
     mbar_wait(&sm.full[i & 1], (i >> 1) & 1);  // mid[i & 1] holds item i
     if (tid == 0 && i + 2 < n) mbar_expect(&sm.full[i & 1], G::kMidBytes);
-    if (i + 2 < n) prefetch(after.poly, i & 1);
+    // bulk forward: item i's blocks from every part have landed here, so each part's in[i & 1]
+    // may be refilled (its prefetch, after round 3, waits for these arrivals)
+    if (kBulk && tid < C) mbar_arrive_remote(map_part(&sm.sent[i & 1], tid));
+    if (!kBulk && i + 2 < n) prefetch(after.poly, i & 1);
     copy_async_commit();
     // P3
     if (!INVERSE && row_due) {  // the row table issued at P4 of iteration i - 1 (2 groups since)
@@ -638,6 +709,10 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     if (INVERSE) part_sync();
     else __syncwarp();
     if (INVERSE && i + 2 < n) issue_row(after.row);
+    if (kBulk && i + 2 < n) {  // (in the P3 group)
+      mbar_wait(&sm.sent[i & 1], (i >> 1) & 1);
+      prefetch(after.poly, i & 1);
+    }
     copy_async_commit();
     round4(i, cur.q, cur.poly);
     // P4
