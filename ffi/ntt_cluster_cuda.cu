@@ -799,9 +799,9 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
 // and for the forward where the device's peak DRAM bandwidth is below kAutoForwardMaxGbps (the
 // fastest of the variants in both directions on the H100: benchmarks/RESULTS.md, session 19;
 // fewer polynomials leave each cluster too few items to fill its pipeline, and the two-phase
-// kernels win). The forward's limit: this kernel is issue-bound (about 265 us at L = 48, batch 16
-// on the H100), while the two-phase kernels, bound by HBM, took 274 us on the H200 (3.35 against
-// 4.8 TB/s peak; sessions 16 and 18). Forced, at any size and in both directions: 2: that
+// kernels win). The forward's limit: this kernel's time hardly depends on bandwidth (about 257 us
+// at L = 48, batch 16 on the H100, session 20; not measured on the H200), while the two-phase
+// kernels, bound by HBM, took 274 us on the H200 (3.35 against 4.8 TB/s peak; sessions 16, 18). Forced, at any size and in both directions: 2: that
 // kernel; 1 or 8: clusters of 8 CTAs (8 slices); 16: clusters of 16 CTAs (16 slices, two CTAs
 // per SM). 0: never.
 constexpr int64_t kAutoMinPolys = 128;
