@@ -34,8 +34,8 @@
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
 // Status (benchmarks/RESULTS.md, sessions 17-20): the default for launches of >= 128 polynomials
-// (run_ntt_cluster), in its halves form. H100, L = 48, batch 16, device time: forward 256-258 us
-// (54-55% of copy), inverse 243-251 us (56-57.6%), against 335-339 / 340-342 for the two-phase
+// (run_ntt_cluster), in its halves form. H100, L = 48, batch 16, device time: forward 256-261 us
+// (53-55% of copy), inverse 243-251 us (56-57.6%), against 335-339 / 340-342 for the two-phase
 // kernels; faster from batch 4 (192 polynomials) on, slower at batch 1. About 1370-1400
 // instructions per warp and item (768 of them butterflies) at about 2 per cycle, and per-section
 // clock counts (session 20) show the phases run one after another: without its butterflies the
