@@ -357,7 +357,9 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   const int rank = H * static_cast<int>(cluster_rank()) + part;  // the part's slice
   constexpr bool kBulk = !INVERSE && G::kBulkForward;
   // the second phase's tile: the bulk forward's block layout, or row_tile
-  auto mid_tile = [own = rank & 1](int r, int c) { return kBulk ? G::bulk_tile(own, r, c) : G::row_tile(r, c); };
+  auto mid_tile = [own = rank & 1](int r, int c) {
+    return kBulk ? G::bulk_tile(own, r, c) : G::row_tile(r, c);
+  };
   const int64_t clusters = gridDim.x / G::kCtas, cid = blockIdx.x / G::kCtas;
   // the part's barrier: the whole CTA's, or a named one per half
   auto part_sync = [part]() {
@@ -412,7 +414,8 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   // as one block.
   int stage_off[2];
 #pragma unroll
-  for (int p = 0; p < 2; ++p) stage_off[p] = G::bulk_tile(owner_fwd & 1, p, S * rank + col) - 256 * rank - 16 * p;
+  for (int p = 0; p < 2; ++p)
+    stage_off[p] = G::bulk_tile(owner_fwd & 1, p, S * rank + col) - 256 * rank - 16 * p;
   const uint32_t remote_mid = map_part(sm.mid[0], INVERSE ? 0 : owner_fwd);
   const uint32_t rank_stride = G::kCtas > 1 ? map_rank(sm.mid[0], 1) - map_rank(sm.mid[0], 0) : 0;
   auto part_mid = [&](int k) {
@@ -801,9 +804,9 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
 // fewer polynomials leave each cluster too few items to fill its pipeline, and the two-phase
 // kernels win). The forward's limit: this kernel's time hardly depends on bandwidth (about 257 us
 // at L = 48, batch 16 on the H100, session 20; not measured on the H200), while the two-phase
-// kernels, bound by HBM, took 274 us on the H200 (3.35 against 4.8 TB/s peak; sessions 16, 18). Forced, at any size and in both directions: 2: that
-// kernel; 1 or 8: clusters of 8 CTAs (8 slices); 16: clusters of 16 CTAs (16 slices, two CTAs
-// per SM). 0: never.
+// kernels, bound by HBM, took 274 us on the H200 (3.35 against 4.8 TB/s peak; sessions 16, 18).
+// Forced, at any size and in both directions: 2: that kernel; 1 or 8: clusters of 8 CTAs
+// (8 slices); 16: clusters of 16 CTAs (16 slices, two CTAs per SM). 0: never.
 constexpr int64_t kAutoMinPolys = 128;
 constexpr int64_t kAutoForwardMaxGbps = 4000;
 bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
