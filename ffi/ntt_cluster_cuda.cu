@@ -103,6 +103,7 @@ struct Cluster {
   // The forward of the 16-slice forms sends its first phase's results as one 1 KB block per
   // owner by the TMA engine (cp.async.bulk), not 16 st.async per thread (see round2).
   static constexpr bool kBulkForward = C == 16;
+  static constexpr uint32_t kBlockBytes = kMidBytes / C;  // one sender's share of a tile: 1 KB
   struct Smem {
     uint64_t full[2];                       // mid[b] has received its item (mbarriers)
     uint64_t sent[2];                       // bulk forward: every owner has received in[b]'s blocks
@@ -178,7 +179,7 @@ __device__ __forceinline__ void mbar_expect(uint64_t* bar, uint32_t bytes) {
                ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 // wait for the phase of parity `parity` to complete. The phase completes only once the st.async
-// bytes it counts have been written to this CTA's shared memory, which no cache stands in front
+// or bulk-copy bytes it counts have been written to this CTA's shared memory, which no cache stands in front
 // of, so the default CTA-scope acquire is enough; a cluster-scope acquire compiled to an L1
 // invalidation (CCTL.IVALL, for global data) per item: 4% of the stall samples. The loop runs
 // about 30 times per item (3 instructions each); a suspend-time hint (NANOSLEEP.SYNCS between
@@ -406,9 +407,6 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     remote_off[p] = 4u * static_cast<uint32_t>(
         INVERSE ? G::col_tile(S * rank + rho, (s + 16 * p) % S)
                 : G::row_tile(16 * g + p - S * owner_fwd, S * rank + col) - 256 * p);
-  // The parts' windows in the cluster's shared memory lie at fixed strides (checked once below):
-  // part k's mid[0] at remote_mid + (k / H) rank_stride + (k % H) sizeof(Smem), so that the
-  // inverse's C destinations cost no register each.
   // Bulk forward: rows 16 g + j of the column tile (this half-warp's 1 KB, g = owner_fwd) are
   // rewritten in place in the owner's block layout (element j at stage_off[j & 1] + 16 j) and sent
   // as one block.
@@ -416,6 +414,9 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
 #pragma unroll
   for (int p = 0; p < 2; ++p)
     stage_off[p] = G::bulk_tile(owner_fwd & 1, p, S * rank + col) - 256 * rank - 16 * p;
+  // The parts' windows in the cluster's shared memory lie at fixed strides (checked once below):
+  // part k's mid[0] at remote_mid + (k / H) rank_stride + (k % H) sizeof(Smem), so that the
+  // inverse's C destinations cost no register each.
   const uint32_t remote_mid = map_part(sm.mid[0], INVERSE ? 0 : owner_fwd);
   const uint32_t rank_stride = G::kCtas > 1 ? map_rank(sm.mid[0], 1) - map_rank(sm.mid[0], 0) : 0;
   auto part_mid = [&](int k) {
@@ -517,8 +518,8 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
       fence_proxy_async_smem();
       __syncwarp();
       if (col == 0)
-        bulk_copy_remote(remote_mid + mid_off + 1024u * static_cast<uint32_t>(rank), blk, 1024,
-                         remote_mid + mid_off + full_off);
+        bulk_copy_remote(remote_mid + mid_off + G::kBlockBytes * static_cast<uint32_t>(rank), blk,
+                         G::kBlockBytes, remote_mid + mid_off + full_off);
     } else if (!INVERSE) {
       round_b(sm.in[i & 1], x, true);
       radix16<false>(x, q, sm.tw_col[i & 1], col_slot_b);
