@@ -33,14 +33,16 @@
 // H = 2 (the default): clusters of 8 CTAs of two such halves (named barriers), as independent
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
-// Status (benchmarks/RESULTS.md, sessions 17-20): the default for launches of >= 128 polynomials
-// (run_ntt_cluster), in its halves form. H100, L = 48, batch 16, device time: forward 256-261 us
-// (53-55% of copy), inverse 243-251 us (56-57.6%), against 335-339 / 340-342 for the two-phase
-// kernels; faster from batch 4 (192 polynomials) on, slower at batch 1. About 1370-1400
+// Status (benchmarks/RESULTS.md, sessions 17-21): the default for launches of >= 128 polynomials
+// (run_ntt_cluster), in its halves form. H100, L = 48, device time: batch 16 forward 252.7-253 us
+// (54-55% of copy), inverse 248-249 us (55-56%); batch 128 1833-1836 / 1801-1804 us (59.8-60.9 /
+// 60.9-62.1%, a fixed cost per launch of about 22-28 us amortised: fill, drain, uneven ranges,
+// twiddle reloads); against 335-339 / 340-342 for the two-phase kernels at batch 16; faster from
+// batch 4 (192 polynomials) on, slower at batch 1. About 1370-1400
 // instructions per warp and item (768 of them butterflies) at about 2 per cycle, and per-section
 // clock counts (session 20) show the phases run one after another: without its butterflies the
 // forward still took 182 us, and 16 st.async per thread (32 KB out of each SM per item at about
-// 20 bytes per cycle) made round B twice as long as round A. Measured and not kept (sessions 18-20):
+// 20 bytes per cycle) made round B twice as long as round A. Measured and not kept (sessions 18-21):
 // a cluster barrier per item (its release is MEMBAR.ALL.GPU, its acquire an L1 invalidation), rows
 // dealt round-robin to the owners, the column phase's row groups numbered from the CTA's rank,
 // the barrier after the st.async burst moved past the next first round, 16-byte st.async staged
@@ -50,7 +52,10 @@
 // clusters of 8 CTAs of four parts (281 / 257 us), the forward's output stored from the registers
 // (312 us), the butterfly's adds forced onto the ALU pipe (slower both ways), the forward's blocks
 // staged in the finished mid tile instead of in place (260 us: no acknowledgements needed, but
-// slower), and the inverse's blocks sent by TMA (a part barrier per item more; 267 us).
+// slower), the inverse's blocks sent by TMA (a part barrier per item more; 267 us), the second
+// half of each CTA starting its loop 1-2 us late (no change), and the bulk forward's slice waited
+// for on an mbarrier fed by cp.async.mbarrier.arrive instead of a part barrier (its check and
+// benchmark did not finish in 120-150 s: a hang, not diagnosed).
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
@@ -296,26 +301,57 @@ struct ItemCursor {
 //
 // The row-phase twiddles of rows [S rank, S rank + S) of table row `row`, pair slots p with
 // LO <= p < HI of each row (see tw_row_slot).
+//   The whole table (the forward's, LO = 1, HI = 256): thread tid copies slot tid % 256 of every
+// (kThreads / 256)-th row, so that the slot's stage and group are worked out once and its rows
+// follow at a constant stride (about 100 instructions per thread against about 750 when each copy
+// derives its slot; a reload comes every `batch` items). Forward, L = 48, H100: 253-254 against
+// 258-259 us at batch 16, 929-933 against 957-960 at batch 64 (session 21).
+//   Other ranges (the inverse's slots 16..255 and 1..15): a walk over (row, slot), each copy
+// deriving its slot. (The inverse's 16..255 the first way took 260-261 against 248-249 us at
+// batch 16 and 966-974 against 912-915 at batch 64, a cost per item rather than per reload: the
+// hot loop's schedule changed; not understood.)
 template <int C, int LO, int HI>
 __device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int row, int rank, int tid) {
   using G = Cluster<C>;
-  constexpr int W = HI - LO >= 128 ? kSide : 16;  // slots walked per row: all or the first 16
-  static_assert(HI <= W, "slot range");
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
-  for (int idx = tid; idx < G::kSlice * W; idx += G::kThreads) {
-    const int rho = idx / W, p = idx % W;
-    if (p < LO || p >= HI || p == 0) continue;
+  if constexpr (LO == 1 && HI == kSide) {
+    static_assert(G::kThreads % kSide == 0, "one slot per thread");
+    constexpr int kRowStep = G::kThreads / kSide;  // rows between a thread's copies
+    const int p = tid % kSide, rho0 = tid / kSide;
+    if (p < LO) return;  // (pair slot 0 is unused)
     const int st = 31 - __clz(p);
     int m = p - (1 << st);
     if (st > 4) {  // invert tw_row_slot
       const int i = m >> 5, s = (m & 31) >> 1, b = m & 1;
       m = (s << (st - 4)) + 2 * i + b;
     }
-    const int r = G::kSlice * rank + rho;
-    const int g = (1 << (8 + st)) + (r << st) + m;  // stage 8 + st, group (r << st) + m
-    copy_async<4>(dst + rho * kTwRowWords + 2 * p, tw + g);
-    copy_async<4>(dst + rho * kTwRowWords + 2 * p + 1, tws + g);
+    const int r0 = G::kSlice * rank + rho0;
+    const int64_t g0 = (1 << (8 + st)) + (r0 << st) + m;  // stage 8 + st, group (r0 << st) + m
+    const int64_t step = static_cast<int64_t>(kRowStep) << st;  // to row r0 + kRowStep (k + 1)
+    uint32_t* d = dst + rho0 * kTwRowWords + 2 * p;
+#pragma unroll
+    for (int k = 0; k < G::kSlice / kRowStep; ++k) {
+      copy_async<4>(d + k * kRowStep * kTwRowWords, tw + g0 + k * step);
+      copy_async<4>(d + k * kRowStep * kTwRowWords + 1, tws + g0 + k * step);
+    }
+  } else {
+    constexpr int W = HI - LO >= 128 ? kSide : 16;  // slots walked per row: all or the first 16
+    static_assert(HI <= W, "slot range");
+    for (int idx = tid; idx < G::kSlice * W; idx += G::kThreads) {
+      const int rho = idx / W, p = idx % W;
+      if (p < LO || p >= HI || p == 0) continue;
+      const int st = 31 - __clz(p);
+      int m = p - (1 << st);
+      if (st > 4) {  // invert tw_row_slot
+        const int i = m >> 5, s = (m & 31) >> 1, b = m & 1;
+        m = (s << (st - 4)) + 2 * i + b;
+      }
+      const int r = G::kSlice * rank + rho;
+      const int g = (1 << (8 + st)) + (r << st) + m;  // stage 8 + st, group (r << st) + m
+      copy_async<4>(dst + rho * kTwRowWords + 2 * p, tw + g);
+      copy_async<4>(dst + rho * kTwRowWords + 2 * p + 1, tws + g);
+    }
   }
 }
 
@@ -803,8 +839,8 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
 // and for the forward where the device's peak DRAM bandwidth is below kAutoForwardMaxGbps (the
 // fastest of the variants in both directions on the H100: benchmarks/RESULTS.md, session 19;
 // fewer polynomials leave each cluster too few items to fill its pipeline, and the two-phase
-// kernels win). The forward's limit: this kernel's time hardly depends on bandwidth (about 257 us
-// at L = 48, batch 16 on the H100, session 20; not measured on the H200), while the two-phase
+// kernels win). The forward's limit: this kernel's time hardly depends on bandwidth (about 253 us
+// at L = 48, batch 16 on the H100, session 21; not measured on the H200), while the two-phase
 // kernels, bound by HBM, took 274 us on the H200 (3.35 against 4.8 TB/s peak; sessions 16, 18).
 // Forced, at any size and in both directions: 2: that kernel; 1 or 8: clusters of 8 CTAs
 // (8 slices); 16: clusters of 16 CTAs (16 slices, two CTAs per SM). 0: never.
