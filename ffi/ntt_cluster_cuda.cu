@@ -303,7 +303,7 @@ struct ItemCursor {
 // LO <= p < HI of each row (see tw_row_slot).
 //   The whole table (the forward's, LO = 1, HI = 256): thread tid copies slot tid % 256 of every
 // (kThreads / 256)-th row, so that the slot's stage and group are worked out once and its rows
-// follow at a constant stride (about 100 instructions per thread against about 750 when each copy
+// follow at a constant stride (about 60 instructions per thread against about 750 when each copy
 // derives its slot; a reload comes every `batch` items). Forward, L = 48, H100: 253-254 against
 // 258-259 us at batch 16, 929-933 against 957-960 at batch 64 (session 21).
 //   Other ranges (the inverse's slots 16..255 and 1..15): a walk over (row, slot), each copy
