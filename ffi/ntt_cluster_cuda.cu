@@ -53,7 +53,9 @@
 // (312 us), the butterfly's adds forced onto the ALU pipe (slower both ways), the forward's blocks
 // staged in the finished mid tile instead of in place (260 us: no acknowledgements needed, but
 // slower), the inverse's blocks sent by TMA (a part barrier per item more; 267 us), the second
-// half of each CTA starting its loop 1-2 us late (no change), and the bulk forward's slice waited
+// half of each CTA starting its loop 1-2 us late (no change), the forward's first row table waited
+// for at the loop's first P1 instead of in the prologue (no measurable change; the prologue's
+// 9-10 us load wait is mostly not the row table), and the bulk forward's slice waited
 // for on an mbarrier fed by cp.async.mbarrier.arrive instead of a part barrier (its check and
 // benchmark did not finish in 120-150 s: a hang, not diagnosed).
 //
