@@ -36,11 +36,11 @@
 // Status (benchmarks/RESULTS.md, sessions 17-21): the default for launches of >= 128 polynomials
 // (run_ntt_cluster), in its halves form. H100, L = 48, device time: batch 16 forward 252.7-253 us
 // (54-55% of copy), inverse 248-249 us (55-56%); batch 128 1833-1836 / 1801-1804 us (59.8-60.9 /
-// 60.9-62.1%, a fixed cost per launch of about 22-28 us amortised: fill, drain, uneven ranges,
-// twiddle reloads); against 335-339 / 340-342 for the two-phase kernels at batch 16; faster from
-// batch 4 (192 polynomials) on, slower at batch 1. About 1370-1400
-// instructions per warp and item (768 of them butterflies) at about 2 per cycle, and per-section
-// clock counts (session 20) show the phases run one after another: without its butterflies the
+// 60.9-62.1%, a fixed cost per launch of about 27 us amortised: a 13 us prologue, uneven
+// ranges, twiddle reloads); against 335-339 / 340-342 for the two-phase kernels at batch 16;
+// faster from batch 4 (192 polynomials) on, slower at batch 1. About 1370-1400 instructions per
+// warp and item (768 of them butterflies) at about 2 per cycle, and per-section clock counts
+// (session 20) show the phases run one after another: without its butterflies the
 // forward still took 182 us, and 16 st.async per thread (32 KB out of each SM per item at about
 // 20 bytes per cycle) made round B twice as long as round A. Measured and not kept (sessions 18-21):
 // a cluster barrier per item (its release is MEMBAR.ALL.GPU, its acquire an L1 invalidation), rows
@@ -149,6 +149,15 @@ __device__ __forceinline__ int tw_row_slot(int t, int m) {
   if (t <= 4) return (1 << t) + m;
   const int s = m >> (t - 4), low = m & ((1 << (t - 4)) - 1);
   return (1 << t) + 32 * (low >> 1) + 2 * s + (low & 1);
+}
+// its inverse: the local stage t and group m of pair slot p (0 < p < 256)
+__device__ __forceinline__ void tw_row_stage_group(int p, int& t, int& m) {
+  t = 31 - __clz(p);
+  m = p - (1 << t);
+  if (t > 4) {
+    const int i = m >> 5, s = (m & 31) >> 1, b = m & 1;
+    m = (s << (t - 4)) + 2 * i + b;
+  }
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -322,12 +331,8 @@ __device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int
     constexpr int kRowStep = G::kThreads / kSide;  // rows between a thread's copies
     const int p = tid % kSide, rho0 = tid / kSide;
     if (p < LO) return;  // (pair slot 0 is unused)
-    const int st = 31 - __clz(p);
-    int m = p - (1 << st);
-    if (st > 4) {  // invert tw_row_slot
-      const int i = m >> 5, s = (m & 31) >> 1, b = m & 1;
-      m = (s << (st - 4)) + 2 * i + b;
-    }
+    int st, m;
+    tw_row_stage_group(p, st, m);
     const int r0 = G::kSlice * rank + rho0;
     const int64_t g0 = (1 << (8 + st)) + (r0 << st) + m;  // stage 8 + st, group (r0 << st) + m
     const int64_t step = static_cast<int64_t>(kRowStep) << st;  // to row r0 + kRowStep (k + 1)
@@ -343,12 +348,8 @@ __device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int
     for (int idx = tid; idx < G::kSlice * W; idx += G::kThreads) {
       const int rho = idx / W, p = idx % W;
       if (p < LO || p >= HI || p == 0) continue;
-      const int st = 31 - __clz(p);
-      int m = p - (1 << st);
-      if (st > 4) {  // invert tw_row_slot
-        const int i = m >> 5, s = (m & 31) >> 1, b = m & 1;
-        m = (s << (st - 4)) + 2 * i + b;
-      }
+      int st, m;
+      tw_row_stage_group(p, st, m);
       const int r = G::kSlice * rank + rho;
       const int g = (1 << (8 + st)) + (r << st) + m;  // stage 8 + st, group (r << st) + m
       copy_async<4>(dst + rho * kTwRowWords + 2 * p, tw + g);

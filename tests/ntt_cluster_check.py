@@ -4,13 +4,19 @@ run as a script on the GPU machine (the kernel is chosen per process by JAX_FHE_
 each path runs in its own subprocess):
 
     python tests/ntt_cluster_check.py [MODE ...]   (JAX_FHE_NTT_CLUSTER values; default 2 8 16)
+    python tests/ntt_cluster_check.py --save FILE [--against REF]
+
+The second form compares builds of the kernels module: one process on the default path over
+three of the shapes (L = 48 at batch 16, uneven ranges, a new prime at every item), under a minute;
+it saves the results to FILE and, given REF (saved under another build), exits non-zero unless
+the bits are the same.
 
 Shapes cover fewer polynomials than clusters, uneven per-cluster ranges, limb changes inside a
 cluster's range, repeated rows (twiddles kept across items), a new prime at every item (every
 twiddle reload in flight while the previous item computes), and the issue's L = 48, batch 16.
 Exits non-zero on any mismatch. test_cross_backend.py's "cluster-2", "cluster-8" and
-"cluster-16" variants are the pytest form (one shape, against the CPU). It takes about 4 minutes
-for modes 2 and 16 on an H100; to compare builds of the kernels, scripts/ntt_ab_check.py is faster.
+"cluster-16" variants are the pytest form (one shape, against the CPU). The first form takes about
+4 minutes for modes 2 and 16 on an H100.
 """
 import os
 import subprocess
@@ -45,19 +51,51 @@ np.savez(sys.argv[1], **out)
 """
 
 
+QUICK = [4, 5, 8]  # the shapes of --save: indices into SHAPES
+
+
+def run_child(shapes, path, mode=None):
+    """The CHILD over `shapes` into `path`, JAX_FHE_NTT_CLUSTER=mode (None: the default path)."""
+    env = {k: v for k, v in os.environ.items() if k != "JAX_FHE_NTT_CLUSTER"}
+    if mode is not None:
+        env["JAX_FHE_NTT_CLUSTER"] = mode
+    r = subprocess.run([sys.executable, "-c", f"SHAPES = {shapes!r}\n" + CHILD, path], env=env,
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        print(r.stdout, r.stderr)
+        sys.exit(f"child JAX_FHE_NTT_CLUSTER={mode} failed")
+    import numpy as np
+    return np.load(path)
+
+
+def compare_builds(path, ref_path):
+    import numpy as np
+    shapes = [SHAPES[i] for i in QUICK]
+    got = run_child(shapes, path)
+    for bi, shape in enumerate(shapes):
+        if not np.array_equal(got[f"Y{bi}"], got[f"x{bi}"]):
+            sys.exit(f"shape {shape}: INTT(NTT(x)) != x")
+    if ref_path is None:
+        print(f"round trips ok; saved {path}")
+        return
+    ref = np.load(ref_path)
+    bad = [k for k in got.files if not np.array_equal(got[k], ref[k])]
+    if bad:
+        sys.exit(f"differs from {ref_path}: {bad}")
+    print(f"same bits as {ref_path} ({len(got.files)} arrays)")
+
+
 def main():
     import numpy as np
+    if sys.argv[1:2] == ["--save"]:
+        args = sys.argv[2:]
+        if len(args) not in (1, 3) or (len(args) == 3 and args[1] != "--against"):
+            sys.exit(__doc__)
+        return compare_builds(args[0], args[2] if len(args) == 3 else None)
     files = {}
     modes = sys.argv[1:] or ["2", "8", "16"]
     for mode in modes + ["0"]:
-        path = os.path.join("/tmp", f"ntt_cluster_{mode}.npz")
-        env = dict(os.environ, JAX_FHE_NTT_CLUSTER=mode)
-        r = subprocess.run([sys.executable, "-c", f"SHAPES = {SHAPES!r}\n" + CHILD, path], env=env,
-                           capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            print(r.stdout, r.stderr)
-            sys.exit(f"child JAX_FHE_NTT_CLUSTER={mode} failed")
-        files[mode] = np.load(path)
+        files[mode] = run_child(SHAPES, os.path.join("/tmp", f"ntt_cluster_{mode}.npz"), mode)
     bad = 0
     for mode in modes:
         for bi, shape in enumerate(SHAPES):
