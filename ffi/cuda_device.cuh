@@ -47,12 +47,6 @@ inline int device_attribute(int fallback) {
 
 inline int sm_count() { return device_attribute<cudaDevAttrMultiProcessorCount>(100); }
 inline int cc_major() { return device_attribute<cudaDevAttrComputeCapabilityMajor>(0); }
-// Peak DRAM bandwidth in GB/s from the memory clock and bus width (double data rate), 0 if unknown.
-inline int64_t peak_dram_gbps() {
-  const int64_t khz = device_attribute<cudaDevAttrMemoryClockRate>(0);
-  const int64_t bits = device_attribute<cudaDevAttrGlobalMemoryBusWidth>(0);
-  return 2 * khz * bits / 8 / 1000000;
-}
 
 // Programmatic dependent launch (sm_90+). A kernel launched with `dependent` may start while the
 // kernel before it on the stream finishes: its blocks are scheduled once every block of that

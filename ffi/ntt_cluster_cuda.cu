@@ -411,6 +411,9 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     const char* p = reinterpret_cast<const char*>(mine) + (r % H - part) * static_cast<int>(sizeof(typename G::Smem));
     return map_rank(p, static_cast<uint32_t>(r / H));
   };
+  // the tail kernel (run on the SMs the clusters leave idle) may start now: every CTA of this
+  // launch is resident (the grid is as many clusters as fit)
+  allow_dependents();
   const int64_t first = cid * polys / clusters;
   const int n = static_cast<int>((cid + 1) * polys / clusters - first);
   if (n == 0) return;  // n is the same in every CTA of the cluster
@@ -779,6 +782,21 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
 #endif
 }
 
+// The tail (ntt_stream_tail): a cluster needs 8 SMs of one GPC, so an H100 or H200 fits 15
+// clusters and leaves 12 of its 132 SMs idle. The streamed two-phase kernel runs the launch's
+// last polynomials there, launched as dependent on the cluster kernel, whose CTAs allow it at
+// once: its blocks go to the idle SMs only. Per SM it is slower: one cluster does about the
+// work of kTailSmsPerCluster SMs of it (H100, L = 48, batch 16: tails of 40 / 48 / 56
+// polynomials took 242 / 241 / 258 us forward beside the clusters' 242 / 240 / 238; session 22).
+// JAX_FHE_NTT_TAIL: polynomials for the tail (0: none); unset, the share below.
+constexpr int64_t kTailSmsPerCluster = 12;
+int64_t tail_polys(int64_t polys, int64_t batch, int64_t clusters, int64_t free_sms) {
+  static const int64_t env = tuning_int("JAX_FHE_NTT_TAIL", -1);
+  if (free_sms <= 0 || batch % 4 != 0) return 0;  // the streamed kernel's groups: 4 entries of a limb
+  const int64_t want = env >= 0 ? env : polys * free_sms / (free_sms + clusters * kTailSmsPerCluster);
+  return std::max<int64_t>(0, std::min(want, polys - clusters)) / 4 * 4;
+}
+
 // The launch configuration of the kernel (grid: `clusters` clusters of C / H CTAs).
 template <int C, int H, bool INVERSE>
 cudaLaunchConfig_t cluster_config(int64_t clusters, cudaStream_t stream, cudaLaunchAttribute* attr) {
@@ -823,40 +841,45 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
   const int64_t fit = max_active_clusters<C, H, INVERSE>();
   if (fit <= 0) return false;
   const int64_t clusters = std::min(fit, s.polys), batch = s.polys / s.limbs;
+  // the tail: the launch's last polynomials, on the SMs the clusters leave idle (only where
+  // every cluster fits at once, so that the tail's blocks cannot take a cluster's SMs)
+  const int64_t free_sms = sm_count() - clusters * (Cluster<C, H>::kCtas / Cluster<C, H>::kMinBlocks);
+  int64_t tail = clusters == fit && pdl_enabled() ? tail_polys(s.polys, batch, clusters, free_sms) : 0;
+  if (tail > 0 && !ntt_stream_tail(INVERSE, false, src, dst, s.polys - tail, tail, batch, t, free_sms, stream))
+    tail = 0;  // (false before it clears anything)
+  const int64_t items = s.polys - tail;
   // the limbs of a cluster's range must fit its shared-memory limb table
-  const int64_t most = (s.polys + clusters - 1) / clusters;
+  const int64_t most = (items + clusters - 1) / clusters;
   if ((most - 1) / batch + 2 > kMaxLimbSpan) return false;
   cudaLaunchAttribute attr[1];
   const cudaLaunchConfig_t cfg = cluster_config<C, H, INVERSE>(clusters, stream, attr);
-  if (cudaLaunchKernelEx(&cfg, ntt_cluster_kernel<C, H, INVERSE>, src, dst, t, s.polys, batch) != cudaSuccess) {
+  if (cudaLaunchKernelEx(&cfg, ntt_cluster_kernel<C, H, INVERSE>, src, dst, t, items, batch) != cudaSuccess) {
     cudaGetLastError();  // refused (e.g. no cluster of C can be scheduled): the caller falls back
     return false;
   }
+  if (tail > 0) ntt_stream_tail(INVERSE, true, src, dst, s.polys - tail, tail, batch, t, free_sms, stream);
   return true;
 }
 
 }  // namespace
 
 // JAX_FHE_NTT_CLUSTER: unset, the default: where a launch has at least kAutoMinPolys
-// polynomials, the 16-slice kernel on clusters of 8 CTAs of two halves (H = 2) for the inverse,
-// and for the forward where the device's peak DRAM bandwidth is below kAutoForwardMaxGbps (the
-// fastest of the variants in both directions on the H100: benchmarks/RESULTS.md, session 19;
-// fewer polynomials leave each cluster too few items to fill its pipeline, and the two-phase
-// kernels win). The forward's limit: this kernel's time hardly depends on bandwidth (about 253 us
-// at L = 48, batch 16 on the H100, session 21; not measured on the H200), while the two-phase
-// kernels, bound by HBM, took 274 us on the H200 (3.35 against 4.8 TB/s peak; sessions 16, 18).
-// Forced, at any size and in both directions: 2: that kernel; 1 or 8: clusters of 8 CTAs
-// (8 slices); 16: clusters of 16 CTAs (16 slices, two CTAs per SM). 0: never.
+// polynomials, the 16-slice kernel on clusters of 8 CTAs of two halves (H = 2), with its tail
+// (the fastest of the variants in both directions on the H100: benchmarks/RESULTS.md, session
+// 19; fewer polynomials leave each cluster too few items to fill its pipeline, and the two-phase
+// kernels win). Also for the forward on the H200 (until session 21 the forward there took the
+// two-phase kernels; at L = 48, batch 16 they took 269-270 us against this kernel's 248 us
+// without its tail: session 22). Forced, at any size and in both directions: 2: that kernel;
+// 1 or 8: clusters of 8 CTAs (8 slices); 16: clusters of 16 CTAs (16 slices, two CTAs per SM).
+// 0: never.
 constexpr int64_t kAutoMinPolys = 128;
-constexpr int64_t kAutoForwardMaxGbps = 4000;
 bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                      const Tables& t, bool inverse, bool lazy) {
   static const int64_t mode = tuning_int("JAX_FHE_NTT_CLUSTER", -1);
   if ((mode != -1 && mode != 1 && mode != 2 && mode != 8 && mode != 16) || !lazy || s.log_n != kLogN ||
       cc_major() < 9)
     return false;
-  if (mode == -1 && (s.polys < kAutoMinPolys || (!inverse && peak_dram_gbps() >= kAutoForwardMaxGbps)))
-    return false;
+  if (mode == -1 && s.polys < kAutoMinPolys) return false;
   if (mode == -1 || mode == 2)
     return inverse ? run_cluster<16, 2, true>(stream, s, src, dst, t) : run_cluster<16, 2, false>(stream, s, src, dst, t);
   if (mode == 16)

@@ -475,6 +475,15 @@ __device__ __forceinline__ void rows_tile(const uint32_t* src, uint32_t* dst,  /
 bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                      const Tables& t, bool inverse, bool lazy);
 
+// ntt_cuda.cu: the streamed kernel (N = 2^16, lazy, groups of 4 polynomials) as the cluster
+// kernel's tail: the launch's limb-major items [item0, item0 + items) (item = limb * batch +
+// entry; item0, items and batch multiples of 4), on `free_sms` SMs' worth of blocks. With
+// `launch` false it clears the kernel's state on the stream (before the cluster kernel); with
+// `launch` true it launches the kernel as dependent on the one before it. False where it does
+// not apply.
+bool ntt_stream_tail(bool inverse, bool launch, const uint32_t* src, uint32_t* dst, int64_t item0,
+                     int64_t items, int64_t batch, const Tables& t, int64_t free_sms, cudaStream_t stream);
+
 // ntt_cuda.cu: one phase of the two-phase transform (log N >= 13) over `groups` groups of P (1,
 // 2 or 4) polynomials, as the NTT handlers launch it: the forward columns (stages 0..K1-1) or
 // rows (K1..logN-1, reduced to [0, q) on the store), or the inverse rows (first) or columns
