@@ -7,13 +7,15 @@ each path runs in its own subprocess):
     python tests/ntt_cluster_check.py --save FILE [--against REF]
 
 The second form compares builds of the kernels module: one process on the default path over
-three of the shapes (L = 48 at batch 16, uneven ranges, a new prime at every item), under a minute;
-it saves the results to FILE and, given REF (saved under another build), exits non-zero unless
-the bits are the same.
+four of the shapes (L = 48 at batch 16, uneven ranges, a new prime at every item, a tail inside a
+limb), under a minute; it saves the results to FILE and, given REF (saved under another build),
+exits non-zero unless the bits are the same.
 
 Shapes cover fewer polynomials than clusters, uneven per-cluster ranges, limb changes inside a
 cluster's range, repeated rows (twiddles kept across items), a new prime at every item (every
-twiddle reload in flight while the previous item computes), and the issue's L = 48, batch 16.
+twiddle reload in flight while the previous item computes), the issue's L = 48, batch 16, and a
+tail (the launch's last polynomials, run beside the clusters by the streamed kernel;
+JAX_FHE_NTT_TAIL sets its size) that starts inside a limb.
 Exits non-zero on any mismatch. test_cross_backend.py's "cluster-2", "cluster-8" and
 "cluster-16" variants are the pytest form (one shape, against the CPU). The first form takes about
 4 minutes for modes 2 and 16 on an H100.
@@ -27,6 +29,8 @@ SHAPES = [  # (batch, limbs, rows or None)
     (1, 12, (0, 0, 1, 1, 1, 2, 0, 0, 3, 3, 3, 3)), (2, 6, (4, 4, 4, 1, 1, 4)),
     # a new prime at every item and 40-43 limbs per cluster (its limb table holds 64)
     (1, 600, tuple(7 * k % 48 for k in range(600))),
+    # by default a tail of 8 polynomials (the streamed kernel beside the clusters) inside a limb
+    (12, 15, None),
 ]
 
 CHILD = r"""
@@ -51,7 +55,7 @@ np.savez(sys.argv[1], **out)
 """
 
 
-QUICK = [4, 5, 8]  # the shapes of --save: indices into SHAPES
+QUICK = [4, 5, 8, 9]  # the shapes of --save: indices into SHAPES
 
 
 def run_child(shapes, path, mode=None):
