@@ -33,16 +33,18 @@
 // H = 2 (the default): clusters of 8 CTAs of two such halves (named barriers), as independent
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
-// Status (benchmarks/RESULTS.md, sessions 17-21): the default for launches of >= 128 polynomials
-// (run_ntt_cluster), in its halves form. H100, L = 48, device time: batch 16 forward 252.7-253 us
-// (54-55% of copy), inverse 248-249 us (55-56%); batch 128 1833-1836 / 1801-1804 us (59.8-60.9 /
-// 60.9-62.1%, a fixed cost per launch of about 27 us amortised: a 13 us prologue, uneven
-// ranges, twiddle reloads); against 335-339 / 340-342 for the two-phase kernels at batch 16;
-// faster from batch 4 (192 polynomials) on, slower at batch 1. About 1370-1400 instructions per
+// Status (benchmarks/RESULTS.md, sessions 17-22): the default for launches of >= 128 polynomials
+// (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
+// launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
+// forward / inverse: batch 16 240.7-242 / 235.8-238.4 us (56-59% of copy; without the tail
+// 251.6-252.9 / 249.4-250.4), batch 64 878.1 / 865.7 (61.9 / 62.7%), batch 128 1726.4 /
+// 1705.5 (62.9 / 63.7%); a fixed cost per launch of about 27 us (a 13 us prologue, twiddle
+// reloads, drain); against 335-339 / 340-342 for the two-phase kernels at batch 16; faster
+// from batch 4 (192 polynomials) on, slower at batch 1. About 1370-1400 instructions per
 // warp and item (768 of them butterflies) at about 2 per cycle, and per-section clock counts
 // (session 20) show the phases run one after another: without its butterflies the
 // forward still took 182 us, and 16 st.async per thread (32 KB out of each SM per item at about
-// 20 bytes per cycle) made round B twice as long as round A. Measured and not kept (sessions 18-21):
+// 20 bytes per cycle) made round B twice as long as round A. Measured and not kept (sessions 18-22):
 // a cluster barrier per item (its release is MEMBAR.ALL.GPU, its acquire an L1 invalidation), rows
 // dealt round-robin to the owners, the column phase's row groups numbered from the CTA's rank,
 // the barrier after the st.async burst moved past the next first round, 16-byte st.async staged
@@ -55,9 +57,11 @@
 // slower), the inverse's blocks sent by TMA (a part barrier per item more; 267 us), the second
 // half of each CTA starting its loop 1-2 us late (no change), the forward's first row table waited
 // for at the loop's first P1 instead of in the prologue (no measurable change; the prologue's
-// 9-10 us load wait is mostly not the row table), and the bulk forward's slice waited
-// for on an mbarrier fed by cp.async.mbarrier.arrive instead of a part barrier (its check and
-// benchmark did not finish in 120-150 s: a hang, not diagnosed).
+// 9-10 us load wait is mostly not the row table), the prologue's loads in two groups, item 0's
+// first phase waiting only for its own (3 / 6 us slower, session 22), an L2 prefetch of each
+// part's share of the next limb's tables two items ahead (4-8 us slower), and the bulk
+// forward's slice waited for on an mbarrier fed by cp.async.mbarrier.arrive instead of a part
+// barrier (its check and benchmark did not finish in 120-150 s: a hang, not diagnosed).
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1

@@ -31,10 +31,12 @@
 // is still in L2 when phase 2 reads it. Three ways around it, by size:
 //   * N <= 2^12 (PIR's ring): one block runs the whole transform (ntt_whole_kernel, default);
 //   * N = 2^16: the streamed kernel (ntt_stream_kernel, opt-in JAX_FHE_NTT_STREAM=1) runs both
-//     phases in one persistent launch, chunk by chunk, so phase 2 reads from L2;
+//     phases in one persistent launch, chunk by chunk, so phase 2 reads from L2 (it also runs
+//     the cluster kernel's tail, on the SMs the clusters leave idle: ntt_stream_tail);
 //   * any size: the handler can launch the phases per L2-sized chunk (chunk_polys; measured
 //     slower than one launch per phase, below).
-// Plus the sm_90 single-pass cluster kernel (ntt_cluster_cuda.cu, opt-in).
+// Plus the sm_90 single-pass cluster kernel (ntt_cluster_cuda.cu; the default for launches of
+// at least 128 polynomials of N = 2^16).
 // The lifted forward transform (jax_fhe_ntt_forward_lift) loads int32 digits and lifts them to
 // each limb's prime in the one-block kernel (NttForwardLiftCudaImpl).
 #include <cuda_runtime.h>
@@ -219,7 +221,8 @@ bool launch_whole(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups,
 // block that is running, so the waits end. One launch: no tail between the phases or chunks.
 // The B phase loads through L2 only (ld.global.cg: other SMs wrote those lines in this launch).
 // State (queue counter, per-chunk counters) lives in a static device array cleared on the stream
-// before each launch, so the launches must not run concurrently on several streams of a device.
+// before each launch, so the launches must not run concurrently on several streams of a device
+// (XLA runs a device's computations on one stream). The cluster kernel's tail uses it too.
 constexpr int kStreamMaxChunks = 4096;
 __device__ unsigned int g_ntt_stream_state[1 + kStreamMaxChunks];
 
