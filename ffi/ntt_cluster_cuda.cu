@@ -59,9 +59,14 @@
 // for at the loop's first P1 instead of in the prologue (no measurable change; the prologue's
 // 9-10 us load wait is mostly not the row table), the prologue's loads in two groups, item 0's
 // first phase waiting only for its own (3 / 6 us slower, session 22), an L2 prefetch of each
-// part's share of the next limb's tables two items ahead (4-8 us slower), and the bulk
-// forward's slice waited for on an mbarrier fed by cp.async.mbarrier.arrive instead of a part
-// barrier (its check and benchmark did not finish in 120-150 s: a hang, not diagnosed).
+// part's share of the next limb's tables two items ahead (4-8 us slower), the row tables copied
+// by the TMA engine in the global tables' order (w and w' apart, 10 loads per radix16 instead
+// of 8: forward 288 us with spills, inverse 243-245 against 237; session 22, wip/tma-tables),
+// and the bulk forward's slice waited for on an mbarrier fed by cp.async.mbarrier.arrive instead
+// of a part barrier (its check and benchmark did not finish in 120-150 s: a hang, not
+// diagnosed). The row tables' reloads themselves cost 7 (forward) and 10 us (inverse) at L = 48,
+// batch 16, and the forward's first one about 5 us more (timing builds without them, session
+// 22): their gather of 4-byte copies is the next thing to replace.
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
