@@ -64,9 +64,11 @@
 // of 8: forward 288 us with spills, inverse 243-245 against 237; session 22, wip/tma-tables),
 // and the bulk forward's slice waited for on an mbarrier fed by cp.async.mbarrier.arrive instead
 // of a part barrier (its check and benchmark did not finish in 120-150 s: a hang, not
-// diagnosed). The row tables' reloads themselves cost 7 (forward) and 10 us (inverse) at L = 48,
-// batch 16, and the forward's first one about 5 us more (timing builds without them, session
-// 22): their gather of 4-byte copies is the next thing to replace.
+// diagnosed), and the row-table reload as a gather in the tables' global order (each warp's
+// copies 128 consecutive bytes: 6-9 us slower). The row tables' reloads themselves cost 7
+// (forward) and 10 us (inverse) at L = 48, batch 16, and the forward's first one about 5 us more
+// (timing builds without them, session 22); contiguous 16-byte copies (a global table in this
+// order) would recover about 5 us of the inverse's and none of the forward's.
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
