@@ -222,7 +222,8 @@ bool launch_whole(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups,
 // The B phase loads through L2 only (ld.global.cg: other SMs wrote those lines in this launch).
 // State (queue counter, per-chunk counters) lives in a static device array cleared on the stream
 // before each launch, so the launches must not run concurrently on several streams of a device
-// (XLA runs a device's computations on one stream). The cluster kernel's tail uses it too.
+// (XLA runs a device's computations, custom calls included, on its compute stream). The cluster
+// kernel's tail uses it too.
 constexpr int kStreamMaxChunks = 4096;
 __device__ unsigned int g_ntt_stream_state[1 + kStreamMaxChunks];
 
