@@ -135,3 +135,47 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
     r = subprocess.run([sys.executable, "-c", _NTT_VARIANT_SCRIPT], env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0 and "variant ok" in r.stdout, r.stdout + r.stderr
+
+
+_NTT_GRAPH_SCRIPT = """
+import jax, jax.numpy as jnp, numpy as np
+from jax_fhe import ops, rns
+n, batch, limbs = 1 << 16, 8, 20
+ps = rns.ntt_primes(30, limbs, n)
+rng = np.random.default_rng(5)
+xs = [np.stack([rng.integers(0, q, size=(batch, n), dtype=np.uint64) for q in ps], axis=1).astype(np.uint32)
+      for _ in range(3)]
+ctx = jax.device_put(rns.make_context(ps, n), jax.devices("gpu")[0])
+xd = [jnp.asarray(x) for x in xs]
+# one executable with a chain of transforms (XLA_FLAGS below capture it as a CUDA graph), against
+# the CPU
+f = jax.jit(lambda c, *v: [ops.intt(ops.ntt(ops.ntt(u, c), c), c) for u in v] + [ops.ntt(u, c) for u in v])
+got = f(ctx, *xd)
+cpu = jax.devices("cpu")[0]
+cc = jax.device_put(rns.make_context(ps, n), cpu)
+for i, x in enumerate(xs):
+    xc = jax.device_put(jnp.asarray(x), cpu)
+    X = ops.ntt(xc, cc)
+    np.testing.assert_array_equal(np.asarray(got[i]), np.asarray(ops.intt(ops.ntt(X, cc), cc)))
+    np.testing.assert_array_equal(np.asarray(got[len(xs) + i]), np.asarray(X))
+print("graph ok")
+"""
+
+
+def test_ntt_chain_in_cuda_graph_equals_cpu(devices):
+    """A jitted chain of N = 2^16 transforms (160 polynomials each: on sm_90 the cluster kernel
+    with its tail, whose launch is programmatic-dependent and follows a memset), captured by XLA
+    as a CUDA graph (command buffers forced on for custom calls at any size; on an H100 the trace
+    showed each call captured as a child graph and one cuGraphLaunch), gives the CPU's bits."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    for k in ("JAX_FHE_NTT_CLUSTER", "JAX_FHE_NTT_TAIL"):
+        env.pop(k, None)
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL"
+                        " --xla_gpu_graph_min_graph_size=1").strip()
+    r = subprocess.run([sys.executable, "-c", _NTT_GRAPH_SCRIPT], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and "graph ok" in r.stdout, r.stdout + r.stderr
