@@ -391,8 +391,9 @@ void stream_launch(const StreamLaunch& l, const uint32_t* src, uint32_t* dst, co
   const int64_t items = 2 * static_cast<int64_t>(l.plan.chunks) * l.plan.seg;
   if (blocks <= 0) blocks = l.per_sm * sm_count();
   blocks = std::min<int64_t>(items, blocks);
-  launch_kernel(dependent, ntt_stream_kernel<K1, K2, P, INVERSE, true, MINB>, dim3(static_cast<unsigned>(blocks)),
-                dim3(G::threads), 0, stream, src, dst, t, l.plan, l.state, dependent);
+  launch_kernel(dependent, ntt_stream_kernel<K1, K2, P, INVERSE, true, MINB>,
+                dim3(static_cast<unsigned>(blocks)), dim3(G::threads), 0, stream, src, dst, t, l.plan,
+                l.state, dependent);
 }
 
 template <bool INVERSE>
@@ -761,7 +762,8 @@ template <bool INVERSE, int MINB>
 bool stream_tail(bool launch, const uint32_t* src, uint32_t* dst, int64_t item0, int64_t items,
                  int64_t batch, const Tables& t, int64_t free_sms, cudaStream_t stream) {
   StreamLaunch l;
-  if (item0 % 4 != 0 || items % 4 != 0 || batch % 4 != 0 || !stream_setup<INVERSE, MINB>(t.log_n, items / 4, &l))
+  if (item0 % 4 != 0 || items % 4 != 0 || batch % 4 != 0 ||
+      !stream_setup<INVERSE, MINB>(t.log_n, items / 4, &l))
     return false;
   l.plan.item0 = item0, l.plan.batch = batch;
   if (!launch) return stream_clear(l, stream);
@@ -773,7 +775,8 @@ bool stream_tail(bool launch, const uint32_t* src, uint32_t* dst, int64_t item0,
 // (4 resident blocks per SM: H100, L = 48, batch 16, a tail of 56 polynomials took 248 us
 // forward, against 258 at 3; session 22)
 bool ntt_stream_tail(bool inverse, bool launch, const uint32_t* src, uint32_t* dst, int64_t item0,
-                     int64_t items, int64_t batch, const Tables& t, int64_t free_sms, cudaStream_t stream) {
+                     int64_t items, int64_t batch, const Tables& t, int64_t free_sms,
+                     cudaStream_t stream) {
   return inverse ? stream_tail<true, 4>(launch, src, dst, item0, items, batch, t, free_sms, stream)
                  : stream_tail<false, 4>(launch, src, dst, item0, items, batch, t, free_sms, stream);
 }

@@ -482,7 +482,8 @@ bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* sr
 // `launch` true it launches the kernel as dependent on the one before it. False where it does
 // not apply.
 bool ntt_stream_tail(bool inverse, bool launch, const uint32_t* src, uint32_t* dst, int64_t item0,
-                     int64_t items, int64_t batch, const Tables& t, int64_t free_sms, cudaStream_t stream);
+                     int64_t items, int64_t batch, const Tables& t, int64_t free_sms,
+                     cudaStream_t stream);
 
 // ntt_cuda.cu: one phase of the two-phase transform (log N >= 13) over `groups` groups of P (1,
 // 2 or 4) polynomials, as the NTT handlers launch it: the forward columns (stages 0..K1-1) or
