@@ -642,7 +642,6 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   }
   part_sync();
   ItemCursor ahead = {first % batch, 0};  // the next item to look up
-
   auto take = [&]() {
     const WorkItem w = ahead.item(limb0, t.limbs, sm.limb_row, sm.limb_q);
     ahead.advance(batch);

@@ -259,12 +259,13 @@ struct StreamGeometry {
   static constexpr int smem_words = cw > rw ? cw : rw;
 };
 
-// after_producer: the launch is the cluster kernel's tail (ntt_stream_tail), dependent on it;
-// each block waits for it before exiting, so that later work on the stream follows both.
+// As the cluster kernel's tail (plan.item0 >= 0: ntt_stream_tail) the launch is dependent on
+// that kernel; each block waits for it before exiting, so that later work on the stream follows
+// both.
 template <int K1, int K2, int P, bool INVERSE, bool LAZY, int MINB = 3>
 __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::threads), MINB)
     ntt_stream_kernel(const uint32_t* src, uint32_t* dst, Tables t, StreamPlan plan,
-                      unsigned* state, bool after_producer) {
+                      unsigned* state) {
   using G = StreamGeometry<K1, K2, P, INVERSE, LAZY>;
   __shared__ uint32_t smem[G::smem_words];
   __shared__ unsigned item_s;
@@ -275,7 +276,7 @@ __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::thr
     __syncthreads();
     const int64_t item = item_s;
     if (item >= total) {
-      if (after_producer) wait_for_producer();
+      if (plan.item0 >= 0) wait_for_producer();
       return;
     }
     const int64_t segment = item / plan.seg;
@@ -342,7 +343,7 @@ int64_t stream_chunk_bytes() {
 
 // The streamed launch for N = 2^16 (K1 = K2 = 8, P = 4, lazy) in two steps: clear its state on
 // the stream (stream_clear), then launch it (stream_launch; `blocks` <= 0: as many as fit the
-// device, `dependent`: as the cluster kernel's tail). False where it does not apply.
+// device; plan.item0 >= 0: as the cluster kernel's tail). False where it does not apply.
 struct StreamLaunch {
   StreamPlan plan;
   unsigned* state = nullptr;
@@ -385,15 +386,16 @@ bool stream_clear(const StreamLaunch& l, cudaStream_t stream) {
 
 template <bool INVERSE, int MINB = 3>
 void stream_launch(const StreamLaunch& l, const uint32_t* src, uint32_t* dst, const Tables& t,
-                   int64_t blocks, bool dependent, cudaStream_t stream) {
+                   int64_t blocks, cudaStream_t stream) {
   constexpr int K1 = 8, K2 = 8, P = 4;
   using G = StreamGeometry<K1, K2, P, INVERSE, true>;
   const int64_t items = 2 * static_cast<int64_t>(l.plan.chunks) * l.plan.seg;
   if (blocks <= 0) blocks = l.per_sm * sm_count();
   blocks = std::min<int64_t>(items, blocks);
-  launch_kernel(dependent, ntt_stream_kernel<K1, K2, P, INVERSE, true, MINB>,
+  // the tail (plan.item0 >= 0) is dependent on the cluster kernel launched before it
+  launch_kernel(l.plan.item0 >= 0, ntt_stream_kernel<K1, K2, P, INVERSE, true, MINB>,
                 dim3(static_cast<unsigned>(blocks)), dim3(G::threads), 0, stream, src, dst, t, l.plan,
-                l.state, dependent);
+                l.state);
 }
 
 template <bool INVERSE>
@@ -401,7 +403,7 @@ bool launch_stream_p4(int log_n, const uint32_t* src, uint32_t* dst, int64_t gro
                       const Tables& t, cudaStream_t stream) {
   StreamLaunch l;
   if (!stream_setup<INVERSE>(log_n, groups, &l) || !stream_clear(l, stream)) return false;
-  stream_launch<INVERSE>(l, src, dst, t, 0, false, stream);
+  stream_launch<INVERSE>(l, src, dst, t, 0, stream);
   return true;
 }
 
@@ -767,7 +769,7 @@ bool stream_tail(bool launch, const uint32_t* src, uint32_t* dst, int64_t item0,
     return false;
   l.plan.item0 = item0, l.plan.batch = batch;
   if (!launch) return stream_clear(l, stream);
-  stream_launch<INVERSE, MINB>(l, src, dst, t, free_sms * l.per_sm, true, stream);
+  stream_launch<INVERSE, MINB>(l, src, dst, t, free_sms * l.per_sm, stream);
   return true;
 }
 }  // namespace
