@@ -857,7 +857,7 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
   const int64_t free_sms = sm_count() - clusters * (Cluster<C, H>::kCtas / Cluster<C, H>::kMinBlocks);
   int64_t tail = clusters == fit && pdl_enabled() ? tail_polys(s.polys, batch, clusters, free_sms) : 0;
   if (tail > 0 && !ntt_stream_tail(INVERSE, false, src, dst, s.polys - tail, tail, batch, t, free_sms, stream))
-    tail = 0;  // (false before it clears anything)
+    tail = 0;  // (checked before anything is launched)
   const int64_t items = s.polys - tail;
   // the limbs of a cluster's range must fit its shared-memory limb table
   const int64_t most = (items + clusters - 1) / clusters;

@@ -220,12 +220,15 @@ bool launch_whole(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups,
 // wait, and every A tile of chunk c is taken from the queue before any B tile of chunk c, by a
 // block that is running, so the waits end. One launch: no tail between the phases or chunks.
 // The B phase loads through L2 only (ld.global.cg: other SMs wrote those lines in this launch).
-// State (queue counter, per-chunk counters) lives in a static device array cleared on the stream
-// before each launch, so the launches must not run concurrently on several streams of a device
-// (XLA runs a device's computations, custom calls included, on its compute stream). The cluster
-// kernel's tail uses it too.
+// State lives in a static device array (zero when the module loads): the queue counter, a count
+// of the blocks that have left, and a counter per chunk. The last block to leave a launch sets
+// its entries back to zero, so no memset precedes a launch (one operation and about 0.7 us less
+// per cluster-kernel launch, whose tail this kernel runs). So launches must not run concurrently
+// on several streams of a device (XLA runs a device's computations, custom calls included, on
+// its compute stream).
 constexpr int kStreamMaxChunks = 4096;
-__device__ unsigned int g_ntt_stream_state[1 + kStreamMaxChunks];
+__device__ unsigned int g_ntt_stream_state[2 + kStreamMaxChunks];
+enum StreamState { kQueue = 0, kLeft = 1, kChunk0 = 2 };
 
 struct StreamPlan {
   int64_t groups;      // P-polynomial groups in the launch
@@ -272,11 +275,20 @@ __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::thr
   const int64_t total = 2 * static_cast<int64_t>(plan.chunks) * plan.seg;
   for (;;) {
     __syncthreads();  // the previous tile is done with smem and item_s
-    if (threadIdx.x == 0) item_s = atomicAdd(&state[0], 1u);
+    if (threadIdx.x == 0) item_s = atomicAdd(&state[kQueue], 1u);
     __syncthreads();
     const int64_t item = item_s;
     if (item >= total) {
       if (plan.item0 >= 0) wait_for_producer();
+      // every block takes queue items until one is past the end, so the last to get here knows
+      // that no block reads the state any more: it resets it for the next launch
+      __syncthreads();  // (item_s read by every thread)
+      if (threadIdx.x == 0) item_s = atomicAdd(&state[kLeft], 1u) + 1 == gridDim.x;
+      __syncthreads();
+      if (item_s) {
+        for (int c = threadIdx.x; c < plan.chunks; c += blockDim.x) state[kChunk0 + c] = 0;
+        if (threadIdx.x == 0) state[kQueue] = 0, state[kLeft] = 0;
+      }
       return;
     }
     const int64_t segment = item / plan.seg;
@@ -311,13 +323,13 @@ __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::thr
         columns_tile<K1, P, false, LAZY, false, G::kCols>(src, dst, t, tile, group, smem);
       __threadfence();  // this thread's stores, before the block's count below
       __syncthreads();
-      if (threadIdx.x == 0) atomicAdd(&state[1 + chunk], 1u);
+      if (threadIdx.x == 0) atomicAdd(&state[kChunk0 + chunk], 1u);
     } else {
       if (threadIdx.x == 0) {
         const unsigned need = static_cast<unsigned>(ng) * G::tiles_a;
         // the wait ends by construction (see above); a watchdog turns a broken invariant into
         // a launch error (after about 7 s) instead of a hung GPU
-        for (uint32_t spins = 0; load_acquire(&state[1 + chunk]) < need; ++spins) {
+        for (uint32_t spins = 0; load_acquire(&state[kChunk0 + chunk]) < need; ++spins) {
           if (spins == (1u << 26)) __trap();
           __nanosleep(100);
         }
@@ -341,9 +353,9 @@ int64_t stream_chunk_bytes() {
   return v;
 }
 
-// The streamed launch for N = 2^16 (K1 = K2 = 8, P = 4, lazy) in two steps: clear its state on
-// the stream (stream_clear), then launch it (stream_launch; `blocks` <= 0: as many as fit the
-// device; plan.item0 >= 0: as the cluster kernel's tail). False where it does not apply.
+// The streamed launch for N = 2^16 (K1 = K2 = 8, P = 4, lazy) in two steps: its plan
+// (stream_setup; false where it does not apply), then the launch (stream_launch; `blocks` <= 0:
+// as many as fit the device; plan.item0 >= 0: as the cluster kernel's tail).
 struct StreamLaunch {
   StreamPlan plan;
   unsigned* state = nullptr;
@@ -380,10 +392,6 @@ bool stream_setup(int log_n, int64_t groups, StreamLaunch* out) {
   return out->per_sm >= 1 && out->state != nullptr;
 }
 
-bool stream_clear(const StreamLaunch& l, cudaStream_t stream) {
-  return cudaMemsetAsync(l.state, 0, sizeof(unsigned) * (1 + l.plan.chunks), stream) == cudaSuccess;
-}
-
 template <bool INVERSE, int MINB = 3>
 void stream_launch(const StreamLaunch& l, const uint32_t* src, uint32_t* dst, const Tables& t,
                    int64_t blocks, cudaStream_t stream) {
@@ -402,7 +410,7 @@ template <bool INVERSE>
 bool launch_stream_p4(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups,
                       const Tables& t, cudaStream_t stream) {
   StreamLaunch l;
-  if (!stream_setup<INVERSE>(log_n, groups, &l) || !stream_clear(l, stream)) return false;
+  if (!stream_setup<INVERSE>(log_n, groups, &l)) return false;
   stream_launch<INVERSE>(l, src, dst, t, 0, stream);
   return true;
 }
@@ -768,7 +776,7 @@ bool stream_tail(bool launch, const uint32_t* src, uint32_t* dst, int64_t item0,
       !stream_setup<INVERSE, MINB>(t.log_n, items / 4, &l))
     return false;
   l.plan.item0 = item0, l.plan.batch = batch;
-  if (!launch) return stream_clear(l, stream);
+  if (!launch) return true;
   stream_launch<INVERSE, MINB>(l, src, dst, t, free_sms * l.per_sm, stream);
   return true;
 }

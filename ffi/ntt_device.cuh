@@ -478,7 +478,7 @@ bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* sr
 // ntt_cuda.cu: the streamed kernel (N = 2^16, lazy, groups of 4 polynomials) as the cluster
 // kernel's tail: the launch's limb-major items [item0, item0 + items) (item = limb * batch +
 // entry; item0, items and batch multiples of 4), on `free_sms` SMs' worth of blocks. With
-// `launch` false it clears the kernel's state on the stream (before the cluster kernel); with
+// `launch` false it only checks that it applies (before the cluster kernel is launched); with
 // `launch` true it launches the kernel as dependent on the one before it. False where it does
 // not apply.
 bool ntt_stream_tail(bool inverse, bool launch, const uint32_t* src, uint32_t* dst, int64_t item0,

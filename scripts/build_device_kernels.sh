@@ -10,7 +10,7 @@ set -euo pipefail
 VENV=${DEVICE_VENV:-/tmp/v312}
 cd "$(dirname "$0")/.."
 rm -rf /tmp/jax_fhe_device_wheel
-JAX_FHE_CUDA=ON JAX_FHE_CUDA_GENCODE="-gencode=arch=compute_90a,code=sm_90a" \
+JAX_FHE_CUDA=ON JAX_FHE_CUDA_GENCODE="-gencode=arch=compute_90a,code=sm_90a ${DEVICE_NVCC_EXTRA:-}" \
   "$VENV/bin/pip" wheel -q --no-build-isolation --no-deps . -w /tmp/jax_fhe_device_wheel
 python3 - <<'PY'
 import glob, zipfile
