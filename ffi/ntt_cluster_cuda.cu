@@ -33,12 +33,12 @@
 // H = 2 (the default): clusters of 8 CTAs of two such halves (named barriers), as independent
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
-// Status (benchmarks/RESULTS.md, sessions 17-22): the default for launches of >= 128 polynomials
+// Status (benchmarks/RESULTS.md, sessions 17-23): the default for launches of >= 128 polynomials
 // (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
-// forward / inverse: batch 16 240.7-242 / 235.8-238.4 us (56-59% of copy; without the tail
-// 251.6-252.9 / 249.4-250.4), batch 64 878.1 / 865.7 (61.9 / 62.7%), batch 128 1726.4 /
-// 1705.5 (62.9 / 63.7%); a fixed cost per launch of about 27 us (a 13 us prologue, twiddle
+// forward / inverse: batch 16 236.8-239.5 / 234.1-237.6 us (57-60% of copy; session 22 without
+// the tail 251.6-252.9 / 249.4-250.4), batch 64 870.4 / 858.7 (62.7 / 63.6%), batch 128 1726.4 /
+// 1705.5 (62.9 / 63.7%, session 22); a fixed cost per launch of about 27 us (a 13 us prologue, twiddle
 // reloads, drain); against 335-339 / 340-342 for the two-phase kernels at batch 16; faster
 // from batch 4 (192 polynomials) on, slower at batch 1. About 1370-1400 instructions per
 // warp and item (768 of them butterflies) at about 2 per cycle, and per-section clock counts
@@ -65,7 +65,10 @@
 // and the bulk forward's slice waited for on an mbarrier fed by cp.async.mbarrier.arrive instead
 // of a part barrier (its check and benchmark did not finish in 120-150 s: a hang, not
 // diagnosed), and the row-table reload as a gather in the tables' global order (each warp's
-// copies 128 consecutive bytes: 6-9 us slower). The row tables' reloads themselves cost 7
+// copies 128 consecutive bytes: 6-9 us slower), an L2 prefetch of the later limbs' tables in the prologue (2-6 us
+// slower), evict-first hints on the slices and outputs (no change), two twiddle products in
+// round D's last stage, as on-the-fly twiddles would need (a probe: 14 / 9 us slower), and the
+// inverse's round-D reload by one slot per thread (5 us slower unrolled, 9 rolled; session 23). The row tables' reloads themselves cost 7
 // (forward) and 10 us (inverse) at L = 48, batch 16, and the forward's first one about 5 us more
 // (timing builds without them, session 22); contiguous 16-byte copies (a global table in this
 // order) would recover about 5 us of the inverse's and none of the forward's.
