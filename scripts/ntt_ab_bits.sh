@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# On the device machine (under scripts/gpu_prebuilt.sh): a candidate kernels module against a
+# baseline build in one call. The candidate is the module carried in jax_fhe/; the baseline a
+# build copied to bench_out/ (git ignores it; carry it too):
+#   1. bits: tests/ntt_cluster_check.py --save under the baseline, then --against it under the
+#      candidate (exit status and "same bits" line printed);
+#   2. timing: scripts/ab_kernels.sh alternating the two builds ROUNDS times (default 3) over
+#      scripts/ntt_variants.sh at NTT_BATCHES (default 16), then one line per log: the N = 2^16,
+#      L = 48 forward and inverse device µs and % of copy.
+# Usage (session 23):
+#   run(command="bash scripts/gpu_prebuilt.sh bash scripts/ntt_ab_bits.sh",
+#       carry=["jax_fhe/_kernels.cpython-312-x86_64-linux-gnu.so", "bench_out/main23b.so"])
+# with BASE=bench_out/<baseline>.so (default bench_out/main23b.so). AB="a.so,b.so" times more
+# builds against the candidate (bits are checked against BASE only).
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
+SO=$(ls jax_fhe/_kernels*.so)
+BASE=${BASE:-bench_out/main23b.so}
+keep=$(mktemp)
+cp "$SO" "$keep"
+cp "$BASE" "$SO"
+python3 tests/ntt_cluster_check.py --save /tmp/ntt_ab_ref.npz > "$OUT/bits_ref.txt" 2>&1; echo "baseline save rc $?"
+cp "$keep" "$SO"
+python3 tests/ntt_cluster_check.py --save /tmp/ntt_ab_new.npz --against /tmp/ntt_ab_ref.npz > "$OUT/bits.txt" 2>&1
+echo "bits rc $?"; tail -1 "$OUT/bits.txt"
+NTT_BATCHES=${NTT_BATCHES:-16} bash scripts/ab_kernels.sh "${AB:-$BASE}" "${ROUNDS:-3}" bash scripts/ntt_variants.sh "" > "$OUT/ab.txt" 2>&1
+cd "$OUT" && grep -h "copy bandwidth" ntt_*.log | head -1
+for f in ntt_*.log; do
+  echo "$f $(grep -E '^i?ntt30' "$f" | awk '{print $9, $10}' | tr '\n' ' ')"
+done
