@@ -283,7 +283,10 @@ __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::thr
       // every block takes queue items until one is past the end, so the last to get here knows
       // that no block reads the state any more: it resets it for the next launch
       __syncthreads();  // (item_s read by every thread)
-      if (threadIdx.x == 0) item_s = atomicAdd(&state[kLeft], 1u) + 1 == gridDim.x;
+      if (threadIdx.x == 0) {
+        __threadfence();  // this thread's chunk counts (fire-and-forget) land before it leaves
+        item_s = atomicAdd(&state[kLeft], 1u) + 1 == gridDim.x;
+      }
       __syncthreads();
       if (item_s) {
         for (int c = threadIdx.x; c < plan.chunks; c += blockDim.x) state[kChunk0 + c] = 0;
