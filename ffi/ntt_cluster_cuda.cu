@@ -36,14 +36,15 @@
 // Status (benchmarks/RESULTS.md, sessions 17-23): the default for launches of >= 128 polynomials
 // (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
-// forward / inverse: batch 16 236.8-239.5 / 234.1-237.6 us (57-60% of copy; session 22 without
-// the tail 251.6-252.9 / 249.4-250.4), batch 64 870.4 / 858.7 (62.7 / 63.6%), batch 128 1726.4 /
-// 1705.5 (62.9 / 63.7%, session 22); a fixed cost per launch of about 27 us (a 13 us prologue, twiddle
-// reloads, drain); against 335-339 / 340-342 for the two-phase kernels at batch 16; faster
-// from batch 4 (192 polynomials) on, slower at batch 1. About 1370-1400 instructions per
-// warp and item (768 of them butterflies) at about 2 per cycle, and per-section clock counts
-// (session 20) show the phases run one after another: without its butterflies the
-// forward still took 182 us, and 16 st.async per thread (32 KB out of each SM per item at about
+// forward / inverse: batch 16 236.8-239.5 / 234.1-237.6 us (57-60% of copy; session 22
+// without the tail 251.6-252.9 / 249.4-250.4), batch 64 870.4 / 858.7 (62.7 / 63.6%), batch
+// 128 1726.4 / 1705.5 (62.9 / 63.7%, session 22); a fixed cost per launch of about 27 us (a
+// 13 us prologue, twiddle reloads, drain); against 335-339 / 340-342 for the two-phase
+// kernels at batch 16; faster from batch 4 (192 polynomials) on, slower at batch 1. About
+// 1330-1400 instructions per warp and item (768 of them butterflies; 570-624 on the FMA pipe,
+// whose throttle and ready-but-not-chosen warps fill about half of each round's stall samples,
+// session 23) at about 2 per cycle, and per-section clock counts (session 20) show the phases
+// run one after another: without its butterflies the forward still took 182 us, and 16 st.async per thread (32 KB out of each SM per item at about
 // 20 bytes per cycle) made round B twice as long as round A. Measured and not kept (sessions 18-22):
 // a cluster barrier per item (its release is MEMBAR.ALL.GPU, its acquire an L1 invalidation), rows
 // dealt round-robin to the owners, the column phase's row groups numbered from the CTA's rank,
@@ -65,13 +66,15 @@
 // and the bulk forward's slice waited for on an mbarrier fed by cp.async.mbarrier.arrive instead
 // of a part barrier (its check and benchmark did not finish in 120-150 s: a hang, not
 // diagnosed), and the row-table reload as a gather in the tables' global order (each warp's
-// copies 128 consecutive bytes: 6-9 us slower), an L2 prefetch of the later limbs' tables in the prologue (2-6 us
-// slower), evict-first hints on the slices and outputs (no change), two twiddle products in
-// round D's last stage, as on-the-fly twiddles would need (a probe: 14 / 9 us slower), and the
-// inverse's round-D reload by one slot per thread (5 us slower unrolled, 9 rolled; session 23). The row tables' reloads themselves cost 7
-// (forward) and 10 us (inverse) at L = 48, batch 16, and the forward's first one about 5 us more
-// (timing builds without them, session 22); contiguous 16-byte copies (a global table in this
-// order) would recover about 5 us of the inverse's and none of the forward's.
+// copies 128 consecutive bytes: 6-9 us slower), an L2 prefetch of the later limbs' tables in
+// the prologue (2-6 us slower), evict-first hints on the slices and outputs (no change), two
+// twiddle products in round D's last stage, as on-the-fly twiddles would need (a probe: 14 / 9
+// us slower), the inverse's round-D reload by one slot per thread (5 us slower unrolled, 9
+// rolled) and the start's cluster barrier split around the prologue's loads (the inverse 5 us
+// slower; session 23). The row tables' reloads themselves cost 7 (forward) and 10 us
+// (inverse) at L = 48, batch 16, and the forward's first one about 5 us more (timing builds
+// without them, session 22); contiguous 16-byte copies (a global table in this order) would
+// recover about 5 us of the inverse's and none of the forward's.
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
@@ -256,9 +259,9 @@ __device__ __forceinline__ void store_async(uint32_t addr, uint32_t v, uint32_t 
 // (sc = {N^-1, Shoup, tw N^-1, Shoup}), leaving canonical values. FIRST (forward): the round
 // holds the transform's stage 0, whose inputs are canonical (below q; anything below 2q gives the
 // same result), so its butterflies skip the conditional subtraction of a, which would leave them
-// unchanged (8 instructions per thread and item: H100, L = 48, batch 16,
-// 238.5-239.1 against 239.9-241.2 us; the same in the inverse's first stage measured
-// 236.6-237.4 against 235.7-236.7, not kept; session 23).
+// unchanged (8 instructions per thread and item: H100, L = 48, batch 16, 237.3-238.9 against
+// 239.3-240.4 us; the same in the inverse's first stage measured 236.6-237.4 against
+// 235.7-236.7, not kept; session 23).
 template <bool INVERSE, bool SCALED = false, bool FIRST = false, typename Slot>
 __device__ __forceinline__ void radix16(uint32_t (&x)[16], uint32_t q, const uint32_t* tw, Slot slot,
                                         const uint32_t* sc = nullptr) {
