@@ -44,8 +44,9 @@
 // 1330-1400 instructions per warp and item (768 of them butterflies; 570-624 on the FMA pipe,
 // whose throttle and ready-but-not-chosen warps fill about half of each round's stall samples,
 // session 23) at about 2 per cycle, and per-section clock counts (session 20) show the phases
-// run one after another: without its butterflies the forward still took 182 us, and 16 st.async per thread (32 KB out of each SM per item at about
-// 20 bytes per cycle) made round B twice as long as round A. Measured and not kept (sessions 18-22):
+// run one after another: without its butterflies the forward still took 182 us, and 16
+// st.async per thread (32 KB out of each SM per item at about 20 bytes per cycle) made round B
+// twice as long as round A. Measured and not kept (sessions 18-23):
 // a cluster barrier per item (its release is MEMBAR.ALL.GPU, its acquire an L1 invalidation), rows
 // dealt round-robin to the owners, the column phase's row groups numbered from the CTA's rank,
 // the barrier after the st.async burst moved past the next first round, 16-byte st.async staged
