@@ -89,9 +89,18 @@ FHE_HD void gs_butterfly(uint32_t& a, uint32_t& b, uint32_t w, uint32_t w_shoup,
 // Harvey's lazy butterflies, for q < 2^30 so that 4q fits in a word. two_q = 2q is a
 // parameter so that a kernel can keep it in a register (see ntt_device.cuh: then a - 2q and
 // x - t + 2q are single adds, and csub a single VIADDMNMX, 6 instructions per butterfly).
-// Forward: inputs and outputs in [0, 4q).
+// Forward: inputs and outputs in [0, 4q). A_BELOW_2Q: the caller knows a < 2q (for example a
+// transform's first stage on canonical inputs), so the conditional subtraction is skipped.
+template <bool A_BELOW_2Q = false>
 FHE_HD void ct_butterfly_lazy(uint32_t& a, uint32_t& b, uint32_t w, uint32_t w_shoup, uint32_t q,
                               uint32_t two_q) {
+  if (A_BELOW_2Q) {  // (this order is the measured one: x = a above changed the cluster
+                     // kernel's register allocation)
+    const uint32_t t = mul_shoup_lazy(b, w, w_shoup, q);
+    b = a - t + two_q;
+    a += t;
+    return;
+  }
   uint32_t x = csub(a, two_q);                          // [0, 2q)
   uint32_t t = mul_shoup_lazy(b, w, w_shoup, q);        // [0, 2q), any 32-bit b
   a = x + t;

@@ -296,10 +296,8 @@ __device__ __forceinline__ void radix16(uint32_t (&x)[16], uint32_t q, const uin
         if (jj >= h) break;
         uint32_t& a = x[m * 2 * h + jj];
         uint32_t& b = x[m * 2 * h + jj + h];
-        if (!INVERSE && FIRST && t == 0) {  // stage 0: a < 2q, csub(a, 2q) = a
-          const uint32_t tb = mul_shoup_lazy(b, w[i], ws[i], q);
-          b = a - tb + two_q;
-          a += tb;
+        if (!INVERSE && FIRST && t == 0) {  // stage 0: a < 2q
+          ct_butterfly_lazy<true>(a, b, w[i], ws[i], q, two_q);
         } else if (!INVERSE) {
           ct_butterfly_lazy(a, b, w[i], ws[i], q, two_q);
         } else if (SCALED && t == 0) {  // (a + b) N^-1, (a - b) tw N^-1, both canonical

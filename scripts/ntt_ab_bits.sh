@@ -8,15 +8,16 @@
 #      scripts/ntt_variants.sh at NTT_BATCHES (default 16), then one line per log: the N = 2^16,
 #      L = 48 forward and inverse device µs and % of copy.
 # Usage (session 23):
-#   run(command="bash scripts/gpu_prebuilt.sh bash scripts/ntt_ab_bits.sh",
+#   run(command="BASE=bench_out/main23b.so bash scripts/gpu_prebuilt.sh bash scripts/ntt_ab_bits.sh",
 #       carry=["jax_fhe/_kernels.cpython-312-x86_64-linux-gnu.so", "bench_out/main23b.so"])
-# with BASE=bench_out/<baseline>.so (default bench_out/main23b.so). AB="a.so,b.so" times more
-# builds against the candidate (bits are checked against BASE only).
+# with BASE=bench_out/<baseline>.so (required: a missing baseline would compare the candidate
+# with itself). AB="a.so,b.so" times more builds against the candidate (bits: BASE only).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 SO=$(ls jax_fhe/_kernels*.so)
-BASE=${BASE:-bench_out/main23b.so}
+BASE=${BASE:?set BASE to the baseline build, e.g. BASE=bench_out/main.so}
+[ -f "$BASE" ] || { echo "baseline $BASE not found (carry it)" >&2; exit 2; }
 keep=$(mktemp)
 cp "$SO" "$keep"
 cp "$BASE" "$SO"

@@ -165,9 +165,9 @@ print("graph ok")
 def test_ntt_chain_in_cuda_graph_equals_cpu(devices):
     """A jitted chain of N = 2^16 transforms (160 polynomials each: on sm_90 the cluster kernel
     with its tail, whose launch is programmatic-dependent and whose state the previous launch
-    reset), captured by XLA
-    as a CUDA graph (command buffers forced on for custom calls at any size; on an H100 the trace
-    showed each call captured as a child graph and one cuGraphLaunch), gives the CPU's bits."""
+    reset), captured by XLA as a CUDA graph (command buffers forced on for custom calls at any
+    size; on an H100 the trace showed each call captured as a child graph and one
+    cuGraphLaunch), gives the CPU's bits."""
     import os
     import subprocess
     import sys
