@@ -222,10 +222,10 @@ bool launch_whole(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups,
 // The B phase loads through L2 only (ld.global.cg: other SMs wrote those lines in this launch).
 // State lives in a static device array (zero when the module loads): the queue counter, a count
 // of the blocks that have left, and a counter per chunk. The last block to leave a launch sets
-// its entries back to zero, so no memset precedes a launch (one operation less per cluster-kernel
-// launch, whose tail this kernel runs: 1-2 us at L = 48, batch 16, session 23). So launches must not run concurrently
-// on several streams of a device (XLA runs a device's computations, custom calls included, on
-// its compute stream).
+// its entries back to zero, so no memset precedes a launch (one operation less per
+// cluster-kernel launch, whose tail this kernel runs: 1-2 us at L = 48, batch 16, session 23).
+// So launches must not run concurrently on several streams of a device (XLA runs a device's
+// computations, custom calls included, on its compute stream).
 constexpr int kStreamMaxChunks = 4096;
 __device__ unsigned int g_ntt_stream_state[2 + kStreamMaxChunks];
 enum StreamState { kQueue = 0, kLeft = 1, kChunk0 = 2 };
