@@ -33,7 +33,7 @@
 // H = 2 (the default): clusters of 8 CTAs of two such halves (named barriers), as independent
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
-// Status (benchmarks/RESULTS.md, sessions 17-23): the default for launches of >= 128 polynomials
+// Status (benchmarks/RESULTS.md, sessions 17-24): the default for launches of >= 128 polynomials
 // (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
 // forward / inverse: batch 16 236.8-239.5 / 234.1-237.6 us (57-60% of copy; session 22
@@ -72,7 +72,12 @@
 // twiddle products in round D's last stage, as on-the-fly twiddles would need (a probe: 14 / 9
 // us slower), the inverse's round-D reload by one slot per thread (5 us slower unrolled, 9
 // rolled) and the start's cluster barrier split around the prologue's loads (the inverse 5 us
-// slower; session 23). The row tables' reloads themselves cost 7 (forward) and 10 us
+// slower; session 23), the clusters' limb changes staggered by a rotated walk (no effect on
+// or off; its state cost the inverse 12 us), the inverse sending item i + 1 before item i's
+// second phase with a "freed" mbarrier per mid buffer (8-13 us slower in three orders: the
+// time follows the instructions issued, not the exchange's slack), one warp per part polling
+// full[] while the others wait at a part barrier (3 / 14 us slower) and the forward's item 0
+// waiting only for its own loads (2 us slower; session 24). The row tables' reloads themselves cost 7 (forward) and 10 us
 // (inverse) at L = 48, batch 16, and the forward's first one about 5 us more (timing builds
 // without them, session 22); contiguous 16-byte copies (a global table in this order) would
 // recover about 5 us of the inverse's and none of the forward's.

@@ -12,6 +12,8 @@
 #       carry=["jax_fhe/_kernels.cpython-312-x86_64-linux-gnu.so", "bench_out/main23b.so"])
 # with BASE=bench_out/<baseline>.so (required: a missing baseline would compare the candidate
 # with itself). AB="a.so,b.so" times more builds against the candidate (bits: BASE only).
+# Arguments, if any, are further runtime variants for every build (ntt_variants.sh settings,
+# e.g. "JAX_FHE_NTT_STAGGER=0"); their logs end in v2, v3, ...
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
@@ -25,7 +27,7 @@ python3 tests/ntt_cluster_check.py --save /tmp/ntt_ab_ref.npz > "$OUT/bits_ref.t
 cp "$keep" "$SO"
 python3 tests/ntt_cluster_check.py --save /tmp/ntt_ab_new.npz --against /tmp/ntt_ab_ref.npz > "$OUT/bits.txt" 2>&1
 echo "bits rc $?"; tail -1 "$OUT/bits.txt"
-NTT_BATCHES=${NTT_BATCHES:-16} bash scripts/ab_kernels.sh "${AB:-$BASE}" "${ROUNDS:-3}" bash scripts/ntt_variants.sh "" > "$OUT/ab.txt" 2>&1
+NTT_BATCHES=${NTT_BATCHES:-16} bash scripts/ab_kernels.sh "${AB:-$BASE}" "${ROUNDS:-3}" bash scripts/ntt_variants.sh "" "$@" > "$OUT/ab.txt" 2>&1
 cd "$OUT" && grep -h "copy bandwidth" ntt_*.log | head -1
 for f in ntt_*.log; do
   echo "$f $(grep -E '^i?ntt30' "$f" | awk '{print $9, $10}' | tr '\n' ' ')"
