@@ -77,7 +77,8 @@
 // second phase with a "freed" mbarrier per mid buffer (8-13 us slower in three orders: the
 // time follows the instructions issued, not the exchange's slack), one warp per part polling
 // full[] while the others wait at a part barrier (3 / 14 us slower) and the forward's item 0
-// waiting only for its own loads (2 us slower; session 24). The row tables' reloads themselves cost 7 (forward) and 10 us
+// waiting only for its own loads (2 us slower, all of it the loop's new schedule: a control
+// with the same loop SASS waiting for every load was as slow; session 24). The row tables' reloads themselves cost 7 (forward) and 10 us
 // (inverse) at L = 48, batch 16, and the forward's first one about 5 us more (timing builds
 // without them, session 22); contiguous 16-byte copies (a global table in this order) would
 // recover about 5 us of the inverse's and none of the forward's.
