@@ -78,10 +78,11 @@
 // time follows the instructions issued, not the exchange's slack), one warp per part polling
 // full[] while the others wait at a part barrier (3 / 14 us slower) and the forward's item 0
 // waiting only for its own loads (2 us slower, all of it the loop's new schedule: a control
-// with the same loop SASS waiting for every load was as slow; session 24). The row tables' reloads themselves cost 7 (forward) and 10 us
-// (inverse) at L = 48, batch 16, and the forward's first one about 5 us more (timing builds
-// without them, session 22); contiguous 16-byte copies (a global table in this order) would
-// recover about 5 us of the inverse's and none of the forward's.
+// with the same loop SASS waiting for every load was as slow; session 24). The row tables'
+// reloads themselves cost 7 (forward) and 10 us (inverse) at L = 48, batch 16, and the
+// forward's first one about 5 us more (timing builds without them, session 22); contiguous
+// 16-byte copies (a global table in this order) would recover about 5 us of the inverse's and
+// none of the forward's.
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
