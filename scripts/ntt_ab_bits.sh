@@ -13,7 +13,7 @@
 # with BASE=bench_out/<baseline>.so (required: a missing baseline would compare the candidate
 # with itself). AB="a.so,b.so" times more builds against the candidate (bits: BASE only).
 # Arguments, if any, are further runtime variants for every build (ntt_variants.sh settings,
-# e.g. "JAX_FHE_NTT_STAGGER=0"); their logs end in v2, v3, ...
+# e.g. "JAX_FHE_NTT_TAIL=0"); their logs end in v2, v3, ...
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
@@ -30,5 +30,6 @@ echo "bits rc $?"; tail -1 "$OUT/bits.txt"
 NTT_BATCHES=${NTT_BATCHES:-16} bash scripts/ab_kernels.sh "${AB:-$BASE}" "${ROUNDS:-3}" bash scripts/ntt_variants.sh "" "$@" > "$OUT/ab.txt" 2>&1
 cd "$OUT" && grep -h "copy bandwidth" ntt_*.log | head -1
 for f in ntt_*.log; do
-  echo "$f $(grep -E '^i?ntt30' "$f" | awk '{print $9, $10}' | tr '\n' ' ')"
+  # the table rows (not the prose lines of the same name): device µs, % of copy
+  echo "$f $(grep -E '^i?ntt30 +[0-9]' "$f" | awk '{print $1, $9, $10}' | tr '\n' ' ')"
 done
