@@ -109,6 +109,9 @@ namespace ntt_cuda {
 
 namespace {
 
+#ifndef FWD_AT
+#define FWD_AT 4
+#endif
 constexpr int kLogN = 16;
 constexpr int kN = 1 << kLogN;
 constexpr int kSide = 256;              // rows = columns
@@ -136,6 +139,7 @@ struct Cluster {
   // owner by the TMA engine (cp.async.bulk), not 16 st.async per thread (see round2).
   static constexpr bool kBulkForward = C == 16;
   static constexpr uint32_t kBlockBytes = kMidBytes / C;  // one sender's share of a tile: 1 KB
+  static constexpr int kRowFacWords = 2 * 8 * kSlice > 256 + 8 * kSlice ? 2 * 8 * kSlice : 256 + 8 * kSlice;
   struct Smem {
     uint64_t full[2];                       // mid[b] has received its item (mbarriers)
     uint64_t sent[2];                       // bulk forward: every owner has received in[b]'s blocks
@@ -143,6 +147,9 @@ struct Cluster {
     uint32_t mid[2][kSliceWords];           // second phase's tiles, written by the cluster
     uint32_t tw_row[kSlice * kTwRowWords];  // row-phase twiddles of the owned rows
     uint32_t tw_col[2][kTwRowWords];        // column-phase twiddles, by item parity
+    // compute_tw_row's factors: forward: each owned row's 8 stage bases, by item parity (the
+    // other factor is in tw_col); inverse: 128 pairs (psi^brev16(m) and companion), then the bases
+    uint32_t row_fac[kRowFacWords];
     uint32_t scale[2][4];                   // inverse: N^-1 and tw[1] N^-1 with Shoup companions
     int limb_row[kMaxLimbSpan];             // table row and prime of the cluster's limbs
     uint32_t limb_q[kMaxLimbSpan];
@@ -341,75 +348,93 @@ struct ItemCursor {
 
 // Twiddle tables are copied with cp.async (no register holds them, so a reload stalls nobody
 // until its first use), one commit group per call site in the loop.
-//
-// The row-phase twiddles of rows [S rank, S rank + S) of table row `row`, pair slots p with
-// LO <= p < HI of each row (see tw_row_slot).
-//   The whole table (the forward's, LO = 1, HI = 256): thread tid copies slot tid % 256 of every
-// (kThreads / 256)-th row, so that the slot's stage and group are worked out once and its rows
-// follow at a constant stride (about 60 instructions per thread against about 750 when each copy
-// derives its slot; a reload comes every `batch` items). Forward, L = 48, H100: 253-254 against
-// 258-259 us at batch 16, 929-933 against 957-960 at batch 64 (session 21).
-//   Other ranges (the inverse's slots 16..255 and 1..15): a walk over (row, slot), each copy
-// deriving its slot. (The inverse's 16..255 the first way took 260-261 against 248-249 us at
-// batch 16 and 966-974 against 912-915 at batch 64, a cost per item rather than per reload: the
-// hot loop's schedule changed; not understood.)
-template <int C, int LO, int HI>
-__device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int row, int rank, int tid) {
-  using G = Cluster<C>;
-  const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
-  const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
-  if constexpr (LO == 1 && HI == kSide) {
-    static_assert(G::kThreads % kSide == 0, "one slot per thread");
-    constexpr int kRowStep = G::kThreads / kSide;  // rows between a thread's copies
-    const int p = tid % kSide, rho0 = tid / kSide;
-    if (p < LO) return;  // (pair slot 0 is unused)
-    int st, m;
-    tw_row_stage_group(p, st, m);
-    const int r0 = G::kSlice * rank + rho0;
-    const int64_t g0 = (1 << (8 + st)) + (r0 << st) + m;  // stage 8 + st, group (r0 << st) + m
-    const int64_t step = static_cast<int64_t>(kRowStep) << st;  // to row r0 + kRowStep (k + 1)
-    uint32_t* d = dst + rho0 * kTwRowWords + 2 * p;
-#pragma unroll
-    for (int k = 0; k < G::kSlice / kRowStep; ++k) {
-      copy_async<4>(d + k * kRowStep * kTwRowWords, tw + g0 + k * step);
-      copy_async<4>(d + k * kRowStep * kTwRowWords + 1, tws + g0 + k * step);
-    }
-  } else {
-    constexpr int W = HI - LO >= 128 ? kSide : 16;  // slots walked per row: all or the first 16
-    static_assert(HI <= W, "slot range");
-    for (int idx = tid; idx < G::kSlice * W; idx += G::kThreads) {
-      const int rho = idx / W, p = idx % W;
-      if (p < LO || p >= HI || p == 0) continue;
-      int st, m;
-      tw_row_stage_group(p, st, m);
-      const int r = G::kSlice * rank + rho;
-      const int g = (1 << (8 + st)) + (r << st) + m;  // stage 8 + st, group (r << st) + m
-      copy_async<4>(dst + rho * kTwRowWords + 2 * p, tw + g);
-      copy_async<4>(dst + rho * kTwRowWords + 2 * p + 1, tws + g);
-    }
-  }
-}
 
 // The column-phase twiddles (stages 0..7 use pairs 1..255) of table row `row`; for the inverse
 // also N^-1 and its Shoup companion into scale[0..1] (finish_scale derives scale[2..3]).
+// The row bases of compute_tw_row for table row `row`: word 8 rho + t is the stage-(8 + t)
+// group-0 twiddle of row S rank + rho.
+template <int C>
+__device__ __forceinline__ void issue_row_bases(uint32_t* dst, const uint32_t* tw, int rank, int tid) {
+  constexpr int S = Cluster<C>::kSlice;
+  static_assert(Cluster<C>::kThreads >= 8 * S, "one row base per thread");
+  if (tid < 8 * S) {
+    const int r = S * rank + (tid >> 3), st = tid & 7;
+    copy_async<4>(dst + tid, tw + (1 << (8 + st)) + (r << st));
+  }
+}
+
 template <int C, bool INVERSE>
-__device__ __forceinline__ void issue_tw_col(uint32_t* dst, uint32_t* scale, const Tables& t, int row, int tid) {
+__device__ __forceinline__ void issue_tw_col(uint32_t* dst, uint32_t* scale, uint32_t* row_bases, const Tables& t,
+                                             int row, int rank, int tid) {
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
   for (int k = tid; k < kSide; k += Cluster<C>::kThreads) {
     copy_async<4>(dst + 2 * k, tw + k);
     copy_async<4>(dst + 2 * k + 1, tws + k);
   }
+  if (!INVERSE) issue_row_bases<C>(row_bases, tw, rank, tid);  // (the forward's compute_tw_row)
   if (INVERSE && tid == 0) {
     copy_async<4>(scale, t.scale + row);
     copy_async<4>(scale + 1, t.scale_shoup + row);
   }
 }
+// The inverse's factors of compute_tw_row for table row `row` into fac: pairs 0..127 of the
+// table (as issue_tw_col places them), then the row bases. (Not inlined: it runs at limb changes
+// only, and inlined cold code moved the hot loop's schedule.)
+template <int C>
+__device__ __noinline__ void issue_row_factors(uint32_t* fac, const Tables& t, int row, int rank, int tid) {
+  const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
+  const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
+  for (int k = tid; k < 128; k += Cluster<C>::kThreads) {
+    copy_async<4>(fac + 2 * k, tw + k);
+    copy_async<4>(fac + 2 * k + 1, tws + k);
+  }
+  issue_row_bases<C>(fac + 256, tw, rank, tid);
+}
+
+// The inverse's issue_tw_col, not inlined (H100, L = 48, batch 16: inverse 227.6-228.3 against
+// 231.5-232.5 us inlined; the same for the forward took 239.8-240.4 against 235.8-236.5).
+template <int C>
+__device__ __noinline__ void issue_tw_col_inverse(uint32_t* dst, uint32_t* scale, const Tables& t, int row,
+                                                  int rank, int tid) {
+  issue_tw_col<C, true>(dst, scale, nullptr, t, row, rank, tid);
+}
+
 // The inverse's last-stage constants once issue_tw_col's copies have landed (one thread):
 // tw[1] N^-1 and its Shoup companion.
 __device__ __forceinline__ void finish_scale(uint32_t* scale, const uint32_t* tw_col, uint32_t q) {
   const uint32_t w1 = mul_shoup(tw_col[2], scale[0], scale[1], q);
   scale[2] = w1, scale[3] = shoup_companion(w1, q);
+}
+
+// The forward's row-phase twiddles computed in shared memory instead of copied (their copies,
+// 32 KB per part per limb from HBM, cost about 12 us at L = 48, batch 16; session 22). With psi
+// the table's root, the pair of stage 8 + t, group (r << t) + m is psi^brev16(2^(8+t) + (r << t) + m)
+// = psi^brev16(2^(8+t) + (r << t)) * psi^brev16(m): the row's group-0 twiddle of that stage
+// (row_base, 8 words per row) times entry m < 128 of the same table, which the column table
+// holds with its Shoup companion (tw_col pair m). The companion of the product is
+// floor(w 2^32 / q), from v = floor(2^64 / q) (double division, within 1) and one correction.
+template <int C>
+__device__ __noinline__ void compute_tw_row(uint32_t* dst, const uint32_t* pairs, const uint32_t* bases,
+                                               uint32_t q, int tid) {
+  using G = Cluster<C>;
+  constexpr int kRowStep = G::kThreads / kSide;  // rows between a thread's pairs
+  const int p = tid % kSide, rho0 = tid / kSide;
+  if (p == 0) return;  // (pair slot 0 is unused)
+  int st, m;
+  tw_row_stage_group(p, st, m);
+  const uint2 a = *reinterpret_cast<const uint2*>(pairs + 2 * m);  // psi^brev16(m), companion
+  const uint64_t v = static_cast<uint64_t>(18446744073709551616.0 / static_cast<double>(q));
+  const uint32_t v_lo = static_cast<uint32_t>(v), v_hi = static_cast<uint32_t>(v >> 32);
+#pragma unroll
+  for (int k = 0; k < G::kSlice / kRowStep; ++k) {
+    const int rho = rho0 + k * kRowStep;
+    const uint32_t w = mul_shoup(bases[8 * rho + st], a.x, a.y, q);
+    uint32_t ws = __umulhi(w, v_lo) + w * v_hi;  // floor(w 2^32 / q) - 1, + 0 or + 1
+    const uint32_t r = 0u - ws * q;              // w 2^32 - ws q mod 2^32
+    if (r >= q) ws += static_cast<int32_t>(r) < 0 ? -1 : 1;
+    *reinterpret_cast<uint2*>(dst + rho * kTwRowWords + 2 * p) = make_uint2(w, ws);
+  }
 }
 
 template <int C, int H, bool INVERSE>
@@ -672,16 +697,18 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   // ---- twiddles. Which table row each buffer holds (or is receiving):
   //   tw_col[b] (by item parity): col_tab0 / col_tab1; the inverse's scale[b][2..3] are derived
   //     (finish_scale) after the copies land: scale_due0 / scale_due1;
-  //   tw_row: the forward's whole table, the inverse's slots 16..255 (round D) and 1..15
-  //     (round C) separately, as they die and are needed at different points.
-  // Each reload is issued as soon as the old table's last reader is past a barrier and waited for
+  //   tw_row (computed by compute_tw_row, not copied): row_tab; forward: from tw_col[b] and
+  //     row bases copied with it (row_fac + 8 S b); inverse: from factors staged in row_fac
+  //     (staged_row) at P3 one iteration ahead and computed at P1 before round D.
+  // Each copy is issued as soon as the old contents' last reader is past a barrier and waited for
   // just before its first reader (the schedule at the loop). Scalars, not arrays: indexed by
   // i & 1 an array is a stack slot.
-  int col_tab0 = -1, col_tab1 = -1, row_tab = -1, row_tab_c = -1;
+  int col_tab0 = -1, col_tab1 = -1, row_tab = -1, staged_row = -1;
   bool scale_due0 = false, scale_due1 = false;
   auto issue_col = [&](int b, int row) {
     if ((b ? col_tab1 : col_tab0) == row) return;
-    issue_tw_col<C, INVERSE>(sm.tw_col[b], sm.scale[b], t, row, tid);
+    if (INVERSE) issue_tw_col_inverse<C>(sm.tw_col[b], sm.scale[b], t, row, rank, tid);
+    else issue_tw_col<C, false>(sm.tw_col[b], sm.scale[b], sm.row_fac + 8 * S * b, t, row, rank, tid);
     if (b) col_tab1 = row, scale_due1 = INVERSE;
     else col_tab0 = row, scale_due0 = INVERSE;
   };
@@ -690,18 +717,10 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     if (tid == 0) finish_scale(sm.scale[b], sm.tw_col[b], q);
     if (b) scale_due1 = false; else scale_due0 = false;
   };
-  // forward: the whole row table; inverse: round D's slots (16..255). Returns whether it loads.
-  auto issue_row = [&](int row) {
-    if (row_tab == row) return false;
-    if (INVERSE) issue_tw_row<C, 16, 256>(sm.tw_row, t, row, rank, tid);
-    else issue_tw_row<C, 1, 256>(sm.tw_row, t, row, rank, tid);
-    row_tab = row;
-    return true;
-  };
-  auto issue_row_c = [&](int row) {  // inverse: round C's slots (1..15)
-    if (row_tab_c == row) return;
-    issue_tw_row<C, 1, 16>(sm.tw_row, t, row, rank, tid);
-    row_tab_c = row;
+  auto stage_row = [&](int row) {  // inverse: compute_tw_row's factors of table row `row`
+    if (staged_row == row) return;
+    issue_row_factors<C>(sm.row_fac, t, row, rank, tid);
+    staged_row = row;
   };
 
   // ---- item 0 and the first phase of item 1 ----------------------------------------------------
@@ -725,22 +744,23 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   if (n > 1) prefetch(nxt.poly, 1);
   issue_col(0, cur.row);
   issue_col(1, nxt.row);
-  issue_row(cur.row);
-  if (INVERSE) issue_row_c(cur.row);
+  if (INVERSE) issue_row_factors<C>(sm.row_fac, t, cur.row, rank, tid);
   copy_async_commit();
   copy_async_wait<0>();
   part_sync();
+  if (INVERSE) compute_tw_row<C>(sm.tw_row, sm.row_fac, sm.row_fac + 256, cur.q, tid);
+  else compute_tw_row<C>(sm.tw_row, sm.tw_col[0], sm.row_fac, cur.q, tid);
+  row_tab = staged_row = cur.row;
   finish_col(0, cur.q);
   finish_col(1, nxt.q);
   cluster_sync_all();  // every CTA runs and has initialised its barriers before any st.async
   round1(0, cur.q);
   part_sync();
   // (the inverse's round-D table of item 1, as iteration -1 of the loop would)
-  if (INVERSE && n > 1) issue_row(nxt.row);
+  if (INVERSE && n > 1) stage_row(nxt.row);
   copy_async_commit();
   round2(0, cur.q);
   copy_async_commit();
-  bool row_due = false;  // forward: a row table issued at the last P4, not yet waited for
 
   // ---- the loop: iteration i completes item i and runs item i + 1's first phase. Four cp.async
   // commit groups per iteration (some empty), so the waits count statically:
@@ -761,9 +781,20 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     copy_async_wait<1>();
     part_sync();  // (also: every thread's item i first phase is done with in[i & 1])
     finish_col(i & 1, cur.q);  // read by round 4 of item i, after the barrier in P3
+#if FWD_AT == 1
+    if (!INVERSE && row_tab != cur.row) {  // before issue_col refills tw_col[i & 1], row_fac
+      compute_tw_row<C>(sm.tw_row, sm.tw_col[i & 1], sm.row_fac + 8 * S * (i & 1), cur.q, tid);
+      row_tab = cur.row;
+      part_sync();
+    }
+#endif
     if (!INVERSE && i + 2 < n) issue_col(i & 1, after.row);
-    if (INVERSE && more) issue_row_c(nxt.row);
     copy_async_commit();
+    if (INVERSE && more && row_tab != nxt.row) {  // (its factors were staged at the last P3)
+      compute_tw_row<C>(sm.tw_row, sm.row_fac, sm.row_fac + 256, nxt.q, tid);
+      row_tab = nxt.row;
+      part_sync();
+    }
     if (more) round1(i + 1, nxt.q);  // overlaps the arrival of item i
     // P2
     mbar_wait(&sm.full[i & 1], (i >> 1) & 1);  // mid[i & 1] holds item i
@@ -774,11 +805,6 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     if (!kBulk && i + 2 < n) prefetch(after.poly, i & 1);
     copy_async_commit();
     // P3
-    if (!INVERSE && row_due) {  // the row table issued at P4 of iteration i - 1 (2 groups since)
-      copy_async_wait<2>();
-      part_sync();
-      row_due = false;
-    }
     round3(i, cur.q);
     // Round 4 reads what round 3 wrote. Forward: rounds C and D exchange within a row, whose 16
     // threads are in one warp (a warp barrier is enough); inverse: rounds B and A within a column,
@@ -786,7 +812,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     // by the barrier at P4.)
     if (INVERSE) part_sync();
     else __syncwarp();
-    if (INVERSE && i + 2 < n) issue_row(after.row);
+    if (INVERSE && i + 2 < n) stage_row(after.row);
     if (kBulk && i + 2 < n) {  // (in the P3 group)
       mbar_wait(&sm.sent[i & 1], (i >> 1) & 1);
       prefetch(after.poly, i & 1);
@@ -794,12 +820,16 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     copy_async_commit();
     round4(i, cur.q, cur.poly);
     // P4
-    if (INVERSE) copy_async_wait<2>();  // the round-C slots of item i + 1 (P1)
     // Every thread here is done reading mid[i & 1]. The other CTAs write item i + 2 there only
     // after their full barrier for item i + 1 completes, which needs this CTA's item i + 1
     // stores below (the complete-tx releases, the wait acquires): so the buffer is free then.
     part_sync();
-    if (!INVERSE && more) row_due = issue_row(nxt.row);
+#if FWD_AT == 4
+    if (!INVERSE && more && row_tab != nxt.row) {  // (read from the next P1's barrier on)
+      compute_tw_row<C>(sm.tw_row, sm.tw_col[(i + 1) & 1], sm.row_fac + 8 * S * ((i + 1) & 1), nxt.q, tid);
+      row_tab = nxt.row;
+    }
+#endif
     if (INVERSE && i + 2 < n) issue_col(i & 1, after.row);
     copy_async_commit();
     if (more) {
