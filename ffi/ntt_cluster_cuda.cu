@@ -19,11 +19,12 @@
 //
 // Persistence. The grid is as many clusters as fit; each takes a contiguous range of
 // polynomials in limb-major order (the batch entries of one limb in a row), so:
-//   * the twiddles live in shared memory and are reloaded only when the prime changes, by
-//     cp.async while the polynomials before compute: the column phase's 255 (universal) pairs,
-//     double-buffered, and the row phase's 255 pairs per owned row. Twiddles are the loads that
-//     made the first cluster kernel (one polynomial per thread, every twiddle from L2) slower
-//     than the two-phase kernels;
+//   * the twiddles live in shared memory and are renewed only when the prime changes: the
+//     column phase's 255 (universal) pairs, double-buffered, by cp.async while the polynomials
+//     before compute; the row phase's 255 pairs per owned row computed in place from 8 words per
+//     row and 128 of the column pairs (compute_tw_row: 16 times fewer bytes than copying them).
+//     Twiddles are the loads that made the first cluster kernel (one polynomial per thread, every
+//     twiddle from L2) slower than the two-phase kernels;
 //   * the next polynomial's slice is prefetched with cp.async while the current one computes,
 //     into the other of two input tiles;
 //   * the next polynomial's first round runs while the current one's slices arrive; the second
@@ -33,10 +34,13 @@
 // H = 2 (the default): clusters of 8 CTAs of two such halves (named barriers), as independent
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
-// Status (benchmarks/RESULTS.md, sessions 17-24): the default for launches of >= 128 polynomials
+// Status (benchmarks/RESULTS.md, sessions 17-25): the default for launches of >= 128 polynomials
 // (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
-// forward / inverse: batch 16 236.8-239.5 / 234.1-237.6 us (57-60% of copy; session 22
+// forward / inverse: batch 16 234.7-239.0 / 226.6-229.2 us with the computed row tables
+// (session 25, against 237.5-241.3 / 234.1-239.5 copying them in the same calls; the forward's
+// clusters and its tail now end within about 2 us of each other), earlier 236.8-239.5 /
+// 234.1-237.6 us (57-60% of copy; session 22
 // without the tail 251.6-252.9 / 249.4-250.4), batch 64 870.4 / 858.7 (62.7 / 63.6%), batch
 // 128 1726.4 / 1705.5 (62.9 / 63.7%, session 22); a fixed cost per launch of about 27 us (a
 // 13 us prologue, twiddle reloads, drain); against 335-339 / 340-342 for the two-phase
@@ -80,9 +84,10 @@
 // waiting only for its own loads (2 us slower, all of it the loop's new schedule: a control
 // with the same loop SASS waiting for every load was as slow; session 24). The row tables'
 // reloads themselves cost 7 (forward) and 10 us (inverse) at L = 48, batch 16, and the
-// forward's first one about 5 us more (timing builds without them, session 22); contiguous
-// 16-byte copies (a global table in this order) would recover about 5 us of the inverse's and
-// none of the forward's.
+// forward's first one about 5 us more (timing builds without them, session 22); since session 25
+// the row tables are computed (compute_tw_row), which recovered about 3 us forward and 8 us
+// inverse. Computing them inline instead of in a called function, or the forward's at P1 or
+// after round 2, measured no better than copying (session 25).
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
@@ -109,9 +114,6 @@ namespace ntt_cuda {
 
 namespace {
 
-#ifndef FWD_AT
-#define FWD_AT 4
-#endif
 constexpr int kLogN = 16;
 constexpr int kN = 1 << kLogN;
 constexpr int kSide = 256;              // rows = columns
@@ -349,8 +351,6 @@ struct ItemCursor {
 // Twiddle tables are copied with cp.async (no register holds them, so a reload stalls nobody
 // until its first use), one commit group per call site in the loop.
 
-// The column-phase twiddles (stages 0..7 use pairs 1..255) of table row `row`; for the inverse
-// also N^-1 and its Shoup companion into scale[0..1] (finish_scale derives scale[2..3]).
 // The row bases of compute_tw_row for table row `row`: word 8 rho + t is the stage-(8 + t)
 // group-0 twiddle of row S rank + rho.
 template <int C>
@@ -363,6 +363,9 @@ __device__ __forceinline__ void issue_row_bases(uint32_t* dst, const uint32_t* t
   }
 }
 
+// The column-phase twiddles (stages 0..7 use pairs 1..255) of table row `row`; for the inverse
+// also N^-1 and its Shoup companion into scale[0..1] (finish_scale derives scale[2..3]); for
+// the forward also the row bases of compute_tw_row into row_bases.
 template <int C, bool INVERSE>
 __device__ __forceinline__ void issue_tw_col(uint32_t* dst, uint32_t* scale, uint32_t* row_bases, const Tables& t,
                                              int row, int rank, int tid) {
@@ -379,8 +382,8 @@ __device__ __forceinline__ void issue_tw_col(uint32_t* dst, uint32_t* scale, uin
   }
 }
 // The inverse's factors of compute_tw_row for table row `row` into fac: pairs 0..127 of the
-// table (as issue_tw_col places them), then the row bases. (Not inlined: it runs at limb changes
-// only, and inlined cold code moved the hot loop's schedule.)
+// table (as issue_tw_col places them), then the row bases. Not inlined, like the other code that
+// runs at limb changes only (compute_tw_row, issue_tw_col_inverse).
 template <int C>
 __device__ __noinline__ void issue_row_factors(uint32_t* fac, const Tables& t, int row, int rank, int tid) {
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
@@ -407,16 +410,21 @@ __device__ __forceinline__ void finish_scale(uint32_t* scale, const uint32_t* tw
   scale[2] = w1, scale[3] = shoup_companion(w1, q);
 }
 
-// The forward's row-phase twiddles computed in shared memory instead of copied (their copies,
-// 32 KB per part per limb from HBM, cost about 12 us at L = 48, batch 16; session 22). With psi
-// the table's root, the pair of stage 8 + t, group (r << t) + m is psi^brev16(2^(8+t) + (r << t) + m)
-// = psi^brev16(2^(8+t) + (r << t)) * psi^brev16(m): the row's group-0 twiddle of that stage
-// (row_base, 8 words per row) times entry m < 128 of the same table, which the column table
-// holds with its Shoup companion (tw_col pair m). The companion of the product is
-// floor(w 2^32 / q), from v = floor(2^64 / q) (double division, within 1) and one correction.
+// The row-phase twiddles of the part's rows, computed into dst (tw_row's layout) instead of
+// copied: with psi the table's root, the pair of stage 8 + t, group (r << t) + m is
+//   psi^brev16(2^(8+t) + (r << t) + m) = psi^brev16(2^(8+t) + (r << t)) * psi^brev16(m),
+// the row's group-0 twiddle of that stage (bases: 8 words per row, issue_row_bases) times entry
+// m < 128 of the same table, which `pairs` holds with its Shoup companion (the forward's column
+// table, the inverse's staged copy). Copying the tables moved 32 KB per part per limb, mostly
+// from HBM (about 12 us forward and 10 us inverse at L = 48, batch 16; session 22). The
+// companion floor(w 2^32 / q) comes from v = floor(2^64 / q) (a double division, off by at
+// most 1): floor(w v / 2^32) is within 1 of it for w < 2^30, and the remainder w 2^32 - ws q
+// (mod 2^32; negative as int32, or at least q, when ws is 1 too large or too small, for
+// q < 2^30) corrects it. Called, not inlined: inlined, its cold code moved the hot loop's
+// schedule and the forward gained nothing (session 25).
 template <int C>
 __device__ __noinline__ void compute_tw_row(uint32_t* dst, const uint32_t* pairs, const uint32_t* bases,
-                                               uint32_t q, int tid) {
+                                            uint32_t q, int tid) {
   using G = Cluster<C>;
   constexpr int kRowStep = G::kThreads / kSide;  // rows between a thread's pairs
   const int p = tid % kSide, rho0 = tid / kSide;
@@ -756,7 +764,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   cluster_sync_all();  // every CTA runs and has initialised its barriers before any st.async
   round1(0, cur.q);
   part_sync();
-  // (the inverse's round-D table of item 1, as iteration -1 of the loop would)
+  // (the inverse's row-table factors of item 1, as iteration -1 of the loop would)
   if (INVERSE && n > 1) stage_row(nxt.row);
   copy_async_commit();
   round2(0, cur.q);
@@ -764,16 +772,17 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
 
   // ---- the loop: iteration i completes item i and runs item i + 1's first phase. Four cp.async
   // commit groups per iteration (some empty), so the waits count statically:
-  //   P1: forward: column table of item i + 2 (buffer i & 1; items i's readers are done);
-  //       inverse: round-C slots of item i + 1
+  //   P1: forward: column table and row bases of item i + 2 (buffer i & 1; items i's readers
+  //       are done); inverse: empty (item i + 1's row table is computed here if its row is new)
   //   P2: item i + 2's slice into in[i & 1] (bulk forward: empty)
-  //   P3: inverse: round-D slots of item i + 2 (item i + 1's round D is done); bulk forward:
-  //       item i + 2's slice into in[i & 1], once every owner has received item i's blocks
-  //       from it (the TMA read them there)
-  //   P4: forward: row table of item i + 1 (item i's rounds C, D are done);
-  //       inverse: column table of item i + 2 (buffer i & 1)
+  //   P3: inverse: the row-table factors of item i + 2 (row_fac; read at P1 before); bulk
+  //       forward: item i + 2's slice into in[i & 1], once every owner has received item i's
+  //       blocks from it (the TMA read them there)
+  //   P4: forward: empty (item i + 1's row table is computed here if its row is new: item i's
+  //       rounds C, D are done); inverse: column table of item i + 2 (buffer i & 1)
   // wait<1> at P1 completes all but the last P4 group: item i + 1's slice, the forward's column
-  // table of item i + 1 and the inverse's round-D slots of item i + 1 and column table of item i.
+  // table of item i + 1 and the inverse's row-table factors of item i + 1 and column table of
+  // item i.
   for (int i = 0; i < n; ++i) {
     const bool more = i + 1 < n;
     const WorkItem after = i + 2 < n ? take() : nxt;
@@ -781,13 +790,6 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     copy_async_wait<1>();
     part_sync();  // (also: every thread's item i first phase is done with in[i & 1])
     finish_col(i & 1, cur.q);  // read by round 4 of item i, after the barrier in P3
-#if FWD_AT == 1
-    if (!INVERSE && row_tab != cur.row) {  // before issue_col refills tw_col[i & 1], row_fac
-      compute_tw_row<C>(sm.tw_row, sm.tw_col[i & 1], sm.row_fac + 8 * S * (i & 1), cur.q, tid);
-      row_tab = cur.row;
-      part_sync();
-    }
-#endif
     if (!INVERSE && i + 2 < n) issue_col(i & 1, after.row);
     copy_async_commit();
     if (INVERSE && more && row_tab != nxt.row) {  // (its factors were staged at the last P3)
@@ -824,12 +826,10 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     // after their full barrier for item i + 1 completes, which needs this CTA's item i + 1
     // stores below (the complete-tx releases, the wait acquires): so the buffer is free then.
     part_sync();
-#if FWD_AT == 4
     if (!INVERSE && more && row_tab != nxt.row) {  // (read from the next P1's barrier on)
       compute_tw_row<C>(sm.tw_row, sm.tw_col[(i + 1) & 1], sm.row_fac + 8 * S * ((i + 1) & 1), nxt.q, tid);
       row_tab = nxt.row;
     }
-#endif
     if (INVERSE && i + 2 < n) issue_col(i & 1, after.row);
     copy_async_commit();
     if (more) {
