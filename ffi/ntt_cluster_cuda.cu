@@ -105,6 +105,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "cuda_device.cuh"
 #include "ntt_device.cuh"
@@ -141,21 +142,26 @@ struct Cluster {
   // owner by the TMA engine (cp.async.bulk), not 16 st.async per thread (see round2).
   static constexpr bool kBulkForward = C == 16;
   static constexpr uint32_t kBlockBytes = kMidBytes / C;  // one sender's share of a tile: 1 KB
-  static constexpr int kRowFacWords = 2 * 8 * kSlice > 256 + 8 * kSlice ? 2 * 8 * kSlice : 256 + 8 * kSlice;
-  struct Smem {
+  struct SmemForward {
     uint64_t full[2];                       // mid[b] has received its item (mbarriers)
     uint64_t sent[2];                       // bulk forward: every owner has received in[b]'s blocks
     uint32_t in[2][kSliceWords];            // first phase's tiles, prefetched
     uint32_t mid[2][kSliceWords];           // second phase's tiles, written by the cluster
     uint32_t tw_row[kSlice * kTwRowWords];  // row-phase twiddles of the owned rows
     uint32_t tw_col[2][kTwRowWords];        // column-phase twiddles, by item parity
-    // compute_tw_row's factors: forward: each owned row's 8 stage bases, by item parity (the
-    // other factor is in tw_col); inverse: 128 pairs (psi^brev16(m) and companion), then the bases
-    uint32_t row_fac[kRowFacWords];
     uint32_t scale[2][4];                   // inverse: N^-1 and tw[1] N^-1 with Shoup companions
     int limb_row[kMaxLimbSpan];             // table row and prime of the cluster's limbs
     uint32_t limb_q[kMaxLimbSpan];
   };
+  struct SmemInverse : SmemForward {
+    // compute_tw_row's factors: 128 pairs (psi^brev16(m) and companion), then the owned rows'
+    // 8 stage bases each
+    uint32_t row_fac[256 + 8 * kSlice];
+  };
+  // (the forward's layout without the inverse's row_fac: with it, the forward's loop compiled
+  // differently and took 243.1-243.8 against 239.8-240.1 us at L = 48, batch 16; session 25)
+  template <bool INVERSE>
+  using Smem = std::conditional_t<INVERSE, SmemInverse, SmemForward>;
   static __device__ __forceinline__ int col_tile(int r, int c) {
     if constexpr (C == 8) return 32 * r + (c ^ ((r & 1) << 4));
     else return 16 * (r ^ ((r >> 4) & 1)) + c;
@@ -351,6 +357,37 @@ struct ItemCursor {
 // Twiddle tables are copied with cp.async (no register holds them, so a reload stalls nobody
 // until its first use), one commit group per call site in the loop.
 
+// The forward's row-phase twiddles: rows [S rank, S rank + S) of table row `row` (see
+// tw_row_slot). Thread tid copies slot tid % 256 of every
+// (kThreads / 256)-th row, so that the slot's stage and group are worked out once and its rows
+// follow at a constant stride (about 60 instructions per thread against about 750 when each copy
+// derives its slot; a reload comes every `batch` items). Forward, L = 48, H100: 253-254 against
+// 258-259 us at batch 16, 929-933 against 957-960 at batch 64 (session 21).
+// (The forward computed its table as the inverse does, compute_tw_row, measured 234.7-238.3
+// against 237.5-240.6 us at L = 48, batch 16 but 892.5-894.3 against 871.8-875.4 at batch 64:
+// the hot loop slower per item; session 25.)
+template <int C>
+__device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int row, int rank, int tid) {
+  using G = Cluster<C>;
+  const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
+  const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
+  static_assert(G::kThreads % kSide == 0, "one slot per thread");
+  constexpr int kRowStep = G::kThreads / kSide;  // rows between a thread's copies
+  const int p = tid % kSide, rho0 = tid / kSide;
+  if (p < 1) return;  // (pair slot 0 is unused; this compare, not p == 0, is the measured SASS)
+  int st, m;
+  tw_row_stage_group(p, st, m);
+  const int r0 = G::kSlice * rank + rho0;
+  const int64_t g0 = (1 << (8 + st)) + (r0 << st) + m;  // stage 8 + st, group (r0 << st) + m
+  const int64_t step = static_cast<int64_t>(kRowStep) << st;  // to row r0 + kRowStep (k + 1)
+  uint32_t* d = dst + rho0 * kTwRowWords + 2 * p;
+#pragma unroll
+  for (int k = 0; k < G::kSlice / kRowStep; ++k) {
+    copy_async<4>(d + k * kRowStep * kTwRowWords, tw + g0 + k * step);
+    copy_async<4>(d + k * kRowStep * kTwRowWords + 1, tws + g0 + k * step);
+  }
+}
+
 // The row bases of compute_tw_row for table row `row`: word 8 rho + t is the stage-(8 + t)
 // group-0 twiddle of row S rank + rho.
 template <int C>
@@ -364,18 +401,15 @@ __device__ __forceinline__ void issue_row_bases(uint32_t* dst, const uint32_t* t
 }
 
 // The column-phase twiddles (stages 0..7 use pairs 1..255) of table row `row`; for the inverse
-// also N^-1 and its Shoup companion into scale[0..1] (finish_scale derives scale[2..3]); for
-// the forward also the row bases of compute_tw_row into row_bases.
+// also N^-1 and its Shoup companion into scale[0..1] (finish_scale derives scale[2..3]).
 template <int C, bool INVERSE>
-__device__ __forceinline__ void issue_tw_col(uint32_t* dst, uint32_t* scale, uint32_t* row_bases, const Tables& t,
-                                             int row, int rank, int tid) {
+__device__ __forceinline__ void issue_tw_col(uint32_t* dst, uint32_t* scale, const Tables& t, int row, int tid) {
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
   for (int k = tid; k < kSide; k += Cluster<C>::kThreads) {
     copy_async<4>(dst + 2 * k, tw + k);
     copy_async<4>(dst + 2 * k + 1, tws + k);
   }
-  if (!INVERSE) issue_row_bases<C>(row_bases, tw, rank, tid);  // (the forward's compute_tw_row)
   if (INVERSE && tid == 0) {
     copy_async<4>(scale, t.scale + row);
     copy_async<4>(scale + 1, t.scale_shoup + row);
@@ -399,8 +433,8 @@ __device__ __noinline__ void issue_row_factors(uint32_t* fac, const Tables& t, i
 // 231.5-232.5 us inlined; the same for the forward took 239.8-240.4 against 235.8-236.5).
 template <int C>
 __device__ __noinline__ void issue_tw_col_inverse(uint32_t* dst, uint32_t* scale, const Tables& t, int row,
-                                                  int rank, int tid) {
-  issue_tw_col<C, true>(dst, scale, nullptr, t, row, rank, tid);
+                                                  int tid) {
+  issue_tw_col<C, true>(dst, scale, t, row, tid);
 }
 
 // The inverse's last-stage constants once issue_tw_col's copies have landed (one thread):
@@ -453,9 +487,14 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   using G = Cluster<C, H>;
   constexpr int S = G::kSlice;
   extern __shared__ __align__(16) uint32_t smem_words[];
-  typename G::Smem* const parts = reinterpret_cast<typename G::Smem*>(smem_words);
+  using Smem = typename G::template Smem<INVERSE>;
+  Smem* const parts = reinterpret_cast<Smem*>(smem_words);
   const int part = H == 1 ? 0 : static_cast<int>(threadIdx.x) / G::kThreads;
-  typename G::Smem& sm = parts[part];
+  Smem& sm = parts[part];
+  uint32_t* const row_fac = [&]() -> uint32_t* {  // (the inverse's only)
+    if constexpr (INVERSE) return sm.row_fac;
+    else return nullptr;
+  }();
   const int tid = static_cast<int>(threadIdx.x) - part * G::kThreads;  // within the part
   const int col = tid % S, g = tid / S;   // column phase: owned column, row group (0..15)
   const int rho = tid >> 4, s = tid & 15;  // row phase: owned row, thread within the row
@@ -473,7 +512,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   };
   // shared::cluster address of `mine` (in this part's Smem) in the Smem of part `r`
   auto map_part = [part](const void* mine, int r) {
-    const char* p = reinterpret_cast<const char*>(mine) + (r % H - part) * static_cast<int>(sizeof(typename G::Smem));
+    const char* p = reinterpret_cast<const char*>(mine) + (r % H - part) * static_cast<int>(sizeof(Smem));
     return map_rank(p, static_cast<uint32_t>(r / H));
   };
   // the tail kernel (run on the SMs the clusters leave idle) may start now: every CTA of this
@@ -528,7 +567,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   const uint32_t rank_stride = G::kCtas > 1 ? map_rank(sm.mid[0], 1) - map_rank(sm.mid[0], 0) : 0;
   auto part_mid = [&](int k) {
     return remote_mid + static_cast<uint32_t>(k / H) * rank_stride +
-           static_cast<uint32_t>((k % H) * sizeof(typename G::Smem));
+           static_cast<uint32_t>((k % H) * sizeof(Smem));
   };
   // the owner's full[0] at a fixed distance from its mid[0] (one CTA's window is contiguous;
   // checked once below)
@@ -705,9 +744,9 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   // ---- twiddles. Which table row each buffer holds (or is receiving):
   //   tw_col[b] (by item parity): col_tab0 / col_tab1; the inverse's scale[b][2..3] are derived
   //     (finish_scale) after the copies land: scale_due0 / scale_due1;
-  //   tw_row (computed by compute_tw_row, not copied): row_tab; forward: from tw_col[b] and
-  //     row bases copied with it (row_fac + 8 S b); inverse: from factors staged in row_fac
-  //     (staged_row) at P3 one iteration ahead and computed at P1 before round D.
+  //   tw_row: row_tab. Forward: copied whole at P4 (issue_tw_row); inverse: computed by
+  //     compute_tw_row at P1 before round D from factors staged in row_fac (staged_row) at P3
+  //     one iteration ahead.
   // Each copy is issued as soon as the old contents' last reader is past a barrier and waited for
   // just before its first reader (the schedule at the loop). Scalars, not arrays: indexed by
   // i & 1 an array is a stack slot.
@@ -715,8 +754,8 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   bool scale_due0 = false, scale_due1 = false;
   auto issue_col = [&](int b, int row) {
     if ((b ? col_tab1 : col_tab0) == row) return;
-    if (INVERSE) issue_tw_col_inverse<C>(sm.tw_col[b], sm.scale[b], t, row, rank, tid);
-    else issue_tw_col<C, false>(sm.tw_col[b], sm.scale[b], sm.row_fac + 8 * S * b, t, row, rank, tid);
+    if (INVERSE) issue_tw_col_inverse<C>(sm.tw_col[b], sm.scale[b], t, row, tid);
+    else issue_tw_col<C, false>(sm.tw_col[b], sm.scale[b], t, row, tid);
     if (b) col_tab1 = row, scale_due1 = INVERSE;
     else col_tab0 = row, scale_due0 = INVERSE;
   };
@@ -725,9 +764,15 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     if (tid == 0) finish_scale(sm.scale[b], sm.tw_col[b], q);
     if (b) scale_due1 = false; else scale_due0 = false;
   };
+  auto issue_row = [&](int row) {  // forward: the row table. Returns whether it loads.
+    if (row_tab == row) return false;
+    issue_tw_row<C>(sm.tw_row, t, row, rank, tid);
+    row_tab = row;
+    return true;
+  };
   auto stage_row = [&](int row) {  // inverse: compute_tw_row's factors of table row `row`
     if (staged_row == row) return;
-    issue_row_factors<C>(sm.row_fac, t, row, rank, tid);
+    issue_row_factors<C>(row_fac, t, row, rank, tid);
     staged_row = row;
   };
 
@@ -752,13 +797,12 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   if (n > 1) prefetch(nxt.poly, 1);
   issue_col(0, cur.row);
   issue_col(1, nxt.row);
-  if (INVERSE) issue_row_factors<C>(sm.row_fac, t, cur.row, rank, tid);
+  if (INVERSE) stage_row(cur.row);
+  else issue_row(cur.row);
   copy_async_commit();
   copy_async_wait<0>();
   part_sync();
-  if (INVERSE) compute_tw_row<C>(sm.tw_row, sm.row_fac, sm.row_fac + 256, cur.q, tid);
-  else compute_tw_row<C>(sm.tw_row, sm.tw_col[0], sm.row_fac, cur.q, tid);
-  row_tab = staged_row = cur.row;
+  if (INVERSE) compute_tw_row<C>(sm.tw_row, row_fac, row_fac + 256, cur.q, tid), row_tab = cur.row;
   finish_col(0, cur.q);
   finish_col(1, nxt.q);
   cluster_sync_all();  // every CTA runs and has initialised its barriers before any st.async
@@ -769,17 +813,18 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   copy_async_commit();
   round2(0, cur.q);
   copy_async_commit();
+  bool row_due = false;  // forward: a row table issued at the last P4, not yet waited for
 
   // ---- the loop: iteration i completes item i and runs item i + 1's first phase. Four cp.async
   // commit groups per iteration (some empty), so the waits count statically:
-  //   P1: forward: column table and row bases of item i + 2 (buffer i & 1; items i's readers
-  //       are done); inverse: empty (item i + 1's row table is computed here if its row is new)
+  //   P1: forward: column table of item i + 2 (buffer i & 1; items i's readers are done);
+  //       inverse: empty (item i + 1's row table is computed here if its row is new)
   //   P2: item i + 2's slice into in[i & 1] (bulk forward: empty)
   //   P3: inverse: the row-table factors of item i + 2 (row_fac; read at P1 before); bulk
   //       forward: item i + 2's slice into in[i & 1], once every owner has received item i's
   //       blocks from it (the TMA read them there)
-  //   P4: forward: empty (item i + 1's row table is computed here if its row is new: item i's
-  //       rounds C, D are done); inverse: column table of item i + 2 (buffer i & 1)
+  //   P4: forward: row table of item i + 1 (item i's rounds C, D are done);
+  //       inverse: column table of item i + 2 (buffer i & 1)
   // wait<1> at P1 completes all but the last P4 group: item i + 1's slice, the forward's column
   // table of item i + 1 and the inverse's row-table factors of item i + 1 and column table of
   // item i.
@@ -793,7 +838,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     if (!INVERSE && i + 2 < n) issue_col(i & 1, after.row);
     copy_async_commit();
     if (INVERSE && more && row_tab != nxt.row) {  // (its factors were staged at the last P3)
-      compute_tw_row<C>(sm.tw_row, sm.row_fac, sm.row_fac + 256, nxt.q, tid);
+      compute_tw_row<C>(sm.tw_row, row_fac, row_fac + 256, nxt.q, tid);
       row_tab = nxt.row;
       part_sync();
     }
@@ -807,6 +852,11 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     if (!kBulk && i + 2 < n) prefetch(after.poly, i & 1);
     copy_async_commit();
     // P3
+    if (!INVERSE && row_due) {  // the row table issued at P4 of iteration i - 1 (2 groups since)
+      copy_async_wait<2>();
+      part_sync();
+      row_due = false;
+    }
     round3(i, cur.q);
     // Round 4 reads what round 3 wrote. Forward: rounds C and D exchange within a row, whose 16
     // threads are in one warp (a warp barrier is enough); inverse: rounds B and A within a column,
@@ -826,10 +876,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     // after their full barrier for item i + 1 completes, which needs this CTA's item i + 1
     // stores below (the complete-tx releases, the wait acquires): so the buffer is free then.
     part_sync();
-    if (!INVERSE && more && row_tab != nxt.row) {  // (read from the next P1's barrier on)
-      compute_tw_row<C>(sm.tw_row, sm.tw_col[(i + 1) & 1], sm.row_fac + 8 * S * ((i + 1) & 1), nxt.q, tid);
-      row_tab = nxt.row;
-    }
+    if (!INVERSE && more) row_due = issue_row(nxt.row);
     if (INVERSE && i + 2 < n) issue_col(i & 1, after.row);
     copy_async_commit();
     if (more) {
@@ -866,7 +913,7 @@ cudaLaunchConfig_t cluster_config(int64_t clusters, cudaStream_t stream, cudaLau
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * G::kCtas), 1, 1);
   cfg.blockDim = dim3(G::kBlockThreads, 1, 1);
-  cfg.dynamicSmemBytes = H * sizeof(typename G::Smem);
+  cfg.dynamicSmemBytes = H * sizeof(typename G::template Smem<INVERSE>);
   cfg.stream = stream;
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = G::kCtas;
@@ -884,7 +931,7 @@ template <int C, int H, bool INVERSE>
 int64_t max_active_clusters() {
   return per_device([](int) -> int64_t {
     auto kernel = ntt_cluster_kernel<C, H, INVERSE>;
-    constexpr int smem = static_cast<int>(H * sizeof(typename Cluster<C, H>::Smem));
+    constexpr int smem = static_cast<int>(H * sizeof(typename Cluster<C, H>::template Smem<INVERSE>));
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess)
       return 0;
     if (Cluster<C, H>::kCtas > 8 &&
