@@ -21,10 +21,10 @@
 // polynomials in limb-major order (the batch entries of one limb in a row), so:
 //   * the twiddles live in shared memory and are renewed only when the prime changes: the
 //     column phase's 255 (universal) pairs, double-buffered, by cp.async while the polynomials
-//     before compute; the row phase's 255 pairs per owned row computed in place from 8 words per
-//     row and 128 of the column pairs (compute_tw_row: 16 times fewer bytes than copying them).
-//     Twiddles are the loads that made the first cluster kernel (one polynomial per thread, every
-//     twiddle from L2) slower than the two-phase kernels;
+//     before compute; the row phase's 255 pairs per owned row copied likewise (forward) or
+//     computed in place from 8 words per row and 128 table pairs (inverse, compute_tw_row: 16
+//     times fewer bytes). Twiddles are the loads that made the first cluster kernel (one
+//     polynomial per thread, every twiddle from L2) slower than the two-phase kernels;
 //   * the next polynomial's slice is prefetched with cp.async while the current one computes,
 //     into the other of two input tiles;
 //   * the next polynomial's first round runs while the current one's slices arrive; the second
@@ -37,9 +37,10 @@
 // Status (benchmarks/RESULTS.md, sessions 17-25): the default for launches of >= 128 polynomials
 // (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
-// forward / inverse: batch 16 234.7-239.0 / 226.6-229.2 us with the computed row tables
-// (session 25, against 237.5-241.3 / 234.1-239.5 copying them in the same calls; the forward's
-// clusters and its tail now end within about 2 us of each other), earlier 236.8-239.5 /
+// forward / inverse: batch 16 239.5-239.7 / 230.7-231.3 us, batch 64 873.1-873.3 / 856.3-856.5
+// (session 25, against 239.3-239.6 / 236.5-236.6 and 872.6-874.6 / 867.7-868.0 for session
+// 24's build in the same call: the inverse computes its row tables since; at batch 16 the
+// forward's clusters and its tail end within about 2 us of each other), earlier 236.8-239.5 /
 // 234.1-237.6 us (57-60% of copy; session 22
 // without the tail 251.6-252.9 / 249.4-250.4), batch 64 870.4 / 858.7 (62.7 / 63.6%), batch
 // 128 1726.4 / 1705.5 (62.9 / 63.7%, session 22); a fixed cost per launch of about 27 us (a
@@ -84,10 +85,12 @@
 // waiting only for its own loads (2 us slower, all of it the loop's new schedule: a control
 // with the same loop SASS waiting for every load was as slow; session 24). The row tables'
 // reloads themselves cost 7 (forward) and 10 us (inverse) at L = 48, batch 16, and the
-// forward's first one about 5 us more (timing builds without them, session 22); since session 25
-// the row tables are computed (compute_tw_row), which recovered about 3 us forward and 8 us
-// inverse. Computing them inline instead of in a called function, or the forward's at P1 or
-// after round 2, measured no better than copying (session 25).
+// forward's first one about 5 us more (timing builds without them, session 22). Session 25
+// computes the inverse's (compute_tw_row): 5-8 us faster at batch 16, 11-21 at batch 64. The
+// forward computing its own was 2-3 us faster at batch 16 but 16-20 us slower at batch 64 (its
+// loop's schedule moved; so did a build with the copies and only the inverse's shared-memory
+// field added, hence the separate layouts); inlined, the computation gained nothing in either
+// direction, and the forward's placed at P1 or after round 2 no more than at P4.
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
@@ -448,14 +451,14 @@ __device__ __forceinline__ void finish_scale(uint32_t* scale, const uint32_t* tw
 // copied: with psi the table's root, the pair of stage 8 + t, group (r << t) + m is
 //   psi^brev16(2^(8+t) + (r << t) + m) = psi^brev16(2^(8+t) + (r << t)) * psi^brev16(m),
 // the row's group-0 twiddle of that stage (bases: 8 words per row, issue_row_bases) times entry
-// m < 128 of the same table, which `pairs` holds with its Shoup companion (the forward's column
-// table, the inverse's staged copy). Copying the tables moved 32 KB per part per limb, mostly
+// m < 128 of the same table, which `pairs` holds with its Shoup companion (the inverse's staged
+// copy, issue_row_factors). Copying the tables moved 32 KB per part per limb, mostly
 // from HBM (about 12 us forward and 10 us inverse at L = 48, batch 16; session 22). The
 // companion floor(w 2^32 / q) comes from v = floor(2^64 / q) (a double division, off by at
 // most 1): floor(w v / 2^32) is within 1 of it for w < 2^30, and the remainder w 2^32 - ws q
 // (mod 2^32; negative as int32, or at least q, when ws is 1 too large or too small, for
-// q < 2^30) corrects it. Called, not inlined: inlined, its cold code moved the hot loop's
-// schedule and the forward gained nothing (session 25).
+// q < 2^30) corrects it. Called, not inlined: inlined (in the forward, session 25), its cold
+// code moved the hot loop's schedule and gained nothing.
 template <int C>
 __device__ __noinline__ void compute_tw_row(uint32_t* dst, const uint32_t* pairs, const uint32_t* bases,
                                             uint32_t q, int tid) {
