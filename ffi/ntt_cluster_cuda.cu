@@ -86,7 +86,7 @@
 // with the same loop SASS waiting for every load was as slow; session 24). The row tables'
 // reloads themselves cost 7 (forward) and 10 us (inverse) at L = 48, batch 16, and the
 // forward's first one about 5 us more (timing builds without them, session 22). Session 25
-// computes the inverse's (compute_tw_row): 5-8 us faster at batch 16, 11-21 at batch 64. The
+// computes the inverse's (compute_tw_row): 5-6 us faster at batch 16, 10-15 at batch 64. The
 // forward computing its own was 2-3 us faster at batch 16 but 16-20 us slower at batch 64 (its
 // loop's schedule moved; so did a build with the copies and only the inverse's shared-memory
 // field added, hence the separate layouts); inlined, the computation gained nothing in either
@@ -391,6 +391,16 @@ __device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int
   }
 }
 
+// Pairs 0..count-1 of a table row (w, then its Shoup companion) into dst, interleaved.
+template <int C>
+__device__ __forceinline__ void issue_table_pairs(uint32_t* dst, const uint32_t* tw, const uint32_t* tws, int count,
+                                                  int tid) {
+  for (int k = tid; k < count; k += Cluster<C>::kThreads) {
+    copy_async<4>(dst + 2 * k, tw + k);
+    copy_async<4>(dst + 2 * k + 1, tws + k);
+  }
+}
+
 // The row bases of compute_tw_row for table row `row`: word 8 rho + t is the stage-(8 + t)
 // group-0 twiddle of row S rank + rho.
 template <int C>
@@ -409,10 +419,7 @@ template <int C, bool INVERSE>
 __device__ __forceinline__ void issue_tw_col(uint32_t* dst, uint32_t* scale, const Tables& t, int row, int tid) {
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
-  for (int k = tid; k < kSide; k += Cluster<C>::kThreads) {
-    copy_async<4>(dst + 2 * k, tw + k);
-    copy_async<4>(dst + 2 * k + 1, tws + k);
-  }
+  issue_table_pairs<C>(dst, tw, tws, kSide, tid);
   if (INVERSE && tid == 0) {
     copy_async<4>(scale, t.scale + row);
     copy_async<4>(scale + 1, t.scale_shoup + row);
@@ -425,10 +432,7 @@ template <int C>
 __device__ __noinline__ void issue_row_factors(uint32_t* fac, const Tables& t, int row, int rank, int tid) {
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
-  for (int k = tid; k < 128; k += Cluster<C>::kThreads) {
-    copy_async<4>(fac + 2 * k, tw + k);
-    copy_async<4>(fac + 2 * k + 1, tws + k);
-  }
+  issue_table_pairs<C>(fac, tw, tws, 128, tid);
   issue_row_bases<C>(fac + 256, tw, rank, tid);
 }
 
