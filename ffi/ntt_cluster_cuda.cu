@@ -34,12 +34,16 @@
 // H = 2 (the default): clusters of 8 CTAs of two such halves (named barriers), as independent
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
-// Status (benchmarks/RESULTS.md, sessions 17-25): the default for launches of >= 128 polynomials
+// Status (benchmarks/RESULTS.md, sessions 17-26): the default for launches of >= 128 polynomials
 // (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
-// forward / inverse: batch 16 239.5-239.7 / 230.7-231.3 us, batch 64 873.1-873.3 / 856.3-856.5
-// (session 25, against 239.3-239.6 / 236.5-236.6 and 872.6-874.6 / 867.7-868.0 for session
-// 24's build in the same call: the inverse computes its row tables since; at batch 16 the
+// forward / inverse: batch 16 238.7-240.6 / 224.7-225.2 us, batch 64 870.8-873.8 / 835.8-841.3
+// (session 26: the prologue waits for less, see there; against 239.5-240.5 / 231.3 and
+// 873.2-874.5 / 853.9-856.9 for session 25's build in the same call; the forward's clusters
+// 237.2-239.4, its tail now the later of the two kernels), session 25 239.5-239.7 /
+// 230.7-231.3 us, batch 64 873.1-873.3 / 856.3-856.5 (against 239.3-239.6 / 236.5-236.6 and
+// 872.6-874.6 / 867.7-868.0 for session 24's build in the same call: the inverse computes its
+// row tables since; at batch 16 the
 // forward's clusters and its tail end within about 2 us of each other), earlier 236.8-239.5 /
 // 234.1-237.6 us (57-60% of copy; session 22
 // without the tail 251.6-252.9 / 249.4-250.4), batch 64 870.4 / 858.7 (62.7 / 63.6%), batch
@@ -798,29 +802,39 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     mbar_expect(&sm.full[0], G::kMidBytes);
     if (n > 1) mbar_expect(&sm.full[1], G::kMidBytes);
   }
+  // The prologue waits only for what item 0's first phase reads (its slice and column tables,
+  // the inverse's row-table factors) and for the forward's item 1 slice: every part of every
+  // cluster issues these loads at once, so each byte left out of the burst shortens the wait.
+  // The forward's first row table and the inverse's item 1 slice are issued after item 0's first
+  // round instead (session 26, H100, L = 48, batch 16: 1-1.5 us forward, the loop's SASS
+  // unchanged; 6 us inverse, whose loop also compiled faster: 15-20 us at batch 64). Deferring
+  // the forward's item 1 slice the same way made its loop 2-5 us slower at batch 16.
   WorkItem cur = take();
   WorkItem nxt = n > 1 ? take() : cur;
   prefetch(cur.poly, 0);
-  if (n > 1) prefetch(nxt.poly, 1);
+  if (!INVERSE && n > 1) prefetch(nxt.poly, 1);
   issue_col(0, cur.row);
   issue_col(1, nxt.row);
   if (INVERSE) stage_row(cur.row);
-  else issue_row(cur.row);
   copy_async_commit();
   copy_async_wait<0>();
   part_sync();
   if (INVERSE) compute_tw_row<C>(sm.tw_row, row_fac, row_fac + 256, cur.q, tid), row_tab = cur.row;
+  bool row_due = false;  // forward: a row table issued at the last P4, not yet waited for
   finish_col(0, cur.q);
   finish_col(1, nxt.q);
   cluster_sync_all();  // every CTA runs and has initialised its barriers before any st.async
   round1(0, cur.q);
   part_sync();
-  // (the inverse's row-table factors of item 1, as iteration -1 of the loop would)
+  // The forward's item 0 row table, as if issued at P4 of iteration -1: the last commit group
+  // before the loop, waited for at its first P3 (row_due). The inverse's item 1 slice and (as
+  // iteration -1 of the loop would) row-table factors: waited for at the loop's first P1.
+  if (!INVERSE) row_due = issue_row(cur.row);
+  if (INVERSE && n > 1) prefetch(nxt.poly, 1);
   if (INVERSE && n > 1) stage_row(nxt.row);
-  copy_async_commit();
+  if (INVERSE) copy_async_commit();
   round2(0, cur.q);
   copy_async_commit();
-  bool row_due = false;  // forward: a row table issued at the last P4, not yet waited for
 
   // ---- the loop: iteration i completes item i and runs item i + 1's first phase. Four cp.async
   // commit groups per iteration (some empty), so the waits count statically:
