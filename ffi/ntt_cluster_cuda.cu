@@ -806,7 +806,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   // the inverse's row-table factors) and for the forward's item 1 slice: every part of every
   // cluster issues these loads at once, so each byte left out of the burst shortens the wait.
   // The forward's first row table and the inverse's item 1 slice are issued after item 0's first
-  // round instead (session 26, H100, L = 48, batch 16: 1-1.5 us forward, the loop's SASS
+  // round instead (session 26, H100, L = 48, batch 16: 0-1.5 us forward, the loop's SASS
   // unchanged; 6 us inverse, whose loop also compiled faster: 15-20 us at batch 64). Deferring
   // the forward's item 1 slice the same way made its loop 2-5 us slower at batch 16.
   WorkItem cur = take();
