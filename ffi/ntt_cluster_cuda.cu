@@ -37,17 +37,13 @@
 // Status (benchmarks/RESULTS.md, sessions 17-26): the default for launches of >= 128 polynomials
 // (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
-// forward / inverse: batch 16 238.7-240.6 / 224.7-225.2 us, batch 64 870.8-873.8 / 835.8-841.3
-// (session 26: the prologue waits for less, see there; against 239.5-240.5 / 231.3 and
-// 873.2-874.5 / 853.9-856.9 for session 25's build in the same call; the forward's clusters
-// 237.2-239.4, its tail now the later of the two kernels), session 25 239.5-239.7 /
-// 230.7-231.3 us, batch 64 873.1-873.3 / 856.3-856.5 (against 239.3-239.6 / 236.5-236.6 and
-// 872.6-874.6 / 867.7-868.0 for session 24's build in the same call: the inverse computes its
-// row tables since; at batch 16 the
-// forward's clusters and its tail end within about 2 us of each other), earlier 236.8-239.5 /
-// 234.1-237.6 us (57-60% of copy; session 22
-// without the tail 251.6-252.9 / 249.4-250.4), batch 64 870.4 / 858.7 (62.7 / 63.6%), batch
-// 128 1726.4 / 1705.5 (62.9 / 63.7%, session 22); a fixed cost per launch of about 27 us (a
+// forward / inverse: batch 16 238.7-240.6 / 224.7-225.2 us (57-58.5 / 61-62% of copy), batch
+// 64 870.8-873.8 / 835.8-841.3 (session 26, whose prologue waits for less: against 239.5-240.5
+// / 231.3 and 873.2-874.5 / 853.9-856.9 for session 25's build in the same call). At batch 16
+// the forward's clusters (237.2-239.4) and its tail end within about 2 us of each other, the
+// tail now the later. Session 25 (the inverse computes its row tables): 239.5-239.7 /
+// 230.7-231.3; session 22 without the tail 251.6-252.9 / 249.4-250.4; batch 128 1726.4 /
+// 1705.5 (62.9 / 63.7%, session 22); a fixed cost per launch of about 27 us (a
 // 13 us prologue, twiddle reloads, drain); against 335-339 / 340-342 for the two-phase
 // kernels at batch 16; faster from batch 4 (192 polynomials) on, slower at batch 1. About
 // 1330-1400 instructions per warp and item (768 of them butterflies; 570-624 on the FMA pipe,

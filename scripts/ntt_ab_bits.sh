@@ -2,8 +2,8 @@
 # On the device machine (under scripts/gpu_prebuilt.sh): a candidate kernels module against a
 # baseline build in one call. The candidate is the module carried in jax_fhe/; the baseline a
 # build copied to bench_out/ (git ignores it; carry it too):
-#   1. bits: tests/ntt_cluster_check.py --save under the baseline, then --against it under the
-#      candidate (exit status and "same bits" line printed);
+#   1. bits: scripts/ntt_bits_each.sh for the candidate (tests/ntt_cluster_check.py --save under
+#      the baseline, then --against it under the candidate; exit status and last line printed);
 #   2. timing: scripts/ab_kernels.sh alternating the two builds ROUNDS times (default 3) over
 #      scripts/ntt_variants.sh at NTT_BATCHES (default 16), then one line per log: the N = 2^16,
 #      L = 48 forward and inverse device µs and % of copy.
@@ -17,16 +17,9 @@
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
-SO=$(ls jax_fhe/_kernels*.so)
 BASE=${BASE:?set BASE to the baseline build, e.g. BASE=bench_out/main.so}
 [ -f "$BASE" ] || { echo "baseline $BASE not found (carry it)" >&2; exit 2; }
-keep=$(mktemp)
-cp "$SO" "$keep"
-cp "$BASE" "$SO"
-python3 tests/ntt_cluster_check.py --save /tmp/ntt_ab_ref.npz > "$OUT/bits_ref.txt" 2>&1; echo "baseline save rc $?"
-cp "$keep" "$SO"
-python3 tests/ntt_cluster_check.py --save /tmp/ntt_ab_new.npz --against /tmp/ntt_ab_ref.npz > "$OUT/bits.txt" 2>&1
-echo "bits rc $?"; tail -1 "$OUT/bits.txt"
+OUT="$OUT" BASE="$BASE" bash scripts/ntt_bits_each.sh new  # (bits_ref.txt, bits_new.txt)
 NTT_BATCHES=${NTT_BATCHES:-16} bash scripts/ab_kernels.sh "${AB:-$BASE}" "${ROUNDS:-3}" bash scripts/ntt_variants.sh "" "$@" > "$OUT/ab.txt" 2>&1
 cd "$OUT" && grep -h "copy bandwidth" ntt_*.log | head -1
 for f in ntt_*.log; do
