@@ -34,7 +34,7 @@
 // H = 2 (the default): clusters of 8 CTAs of two such halves (named barriers), as independent
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
-// Status (benchmarks/RESULTS.md, sessions 17-26): the default for launches of >= 128 polynomials
+// Status (benchmarks/RESULTS.md, sessions 17-27): the default for launches of >= 128 polynomials
 // (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
 // forward / inverse: batch 16 238.7-240.6 / 224.7-225.2 us (57-58.5 / 61-62% of copy), batch
@@ -90,7 +90,12 @@
 // forward computing its own was 2-3 us faster at batch 16 but 16-20 us slower at batch 64 (its
 // loop's schedule moved; so did a build with the copies and only the inverse's shared-memory
 // field added, hence the separate layouts); inlined, the computation gained nothing in either
-// direction, and the forward's placed at P1 or after round 2 no more than at P4.
+// direction, and the forward's placed at P1 or after round 2 no more than at P4. Session 27: the
+// kernel launched as programmatic-dependent on the one before (its CTAs found no SMs free early;
+// L2 prefetches before the wait 3-4 us slower); one build with both the copied and the computed
+// forward row tables, chosen at run time, showed computing them worth about 1 us at batch 16
+// (as much as issuing item 1's slice after item 0's first round), while builds with only the
+// computed path lost 14-35 us at batch 64 to the loop's schedule.
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1

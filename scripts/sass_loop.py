@@ -1,0 +1,129 @@
+"""Compile a variant of a CUDA source here (no GPU needed) and inspect a kernel's hot loop in SASS:
+the span of its largest backward branch (for the cluster NTT, the item loop). The cluster
+kernel's loop schedule moves with small source changes (benchmarks/RESULTS.md, sessions 25-27),
+so check it before spending device time on a build:
+
+    python scripts/sass_loop.py build ffi/ntt_cluster_cuda.cu /tmp/base            # -> base.sass
+    python scripts/sass_loop.py build /tmp/variant.cu /tmp/cand -DFOO=1
+    python scripts/sass_loop.py stats /tmp/cand.sass ILi16ELi2ELb0E                  # forward
+    python scripts/sass_loop.py compare /tmp/base.sass /tmp/cand.sass ILi16ELi2ELb1E  # inverse
+
+SIG picks the kernel by a substring of its mangled name (cluster NTT, C = 16, H = 2:
+ILi16ELi2ELb0E forward, ILi16ELi2ELb1E inverse). `stats` prints the loop's instruction count,
+the sum of the stall cycles its control words encode (a static schedule length, ignoring
+variable-latency waits) and the most frequent opcodes; LOP3 far above the baseline's has meant
+rematerialised tile offsets (register pressure at 128; session 27). `compare` says whether the
+whole kernel and its loop are identical, and if not, how many opcodes changed.
+
+`build` runs under a Python with jaxlib (for XLA's FFI headers), e.g. the device build's venv.
+Needs cuobjdump and nvdisasm, which the CUDA toolkit here may lack: the pip wheels
+nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm carry them (`pip download --no-deps`, unzip, then
+set CUDA_BINUTILS to the folder holding both, e.g. .../nvidia/cu13/bin).
+"""
+import difflib
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the flags of the project's CUDA objects (build.ninja, CMAKE_BUILD_TYPE=Release), for sm_90a
+NVCC_FLAGS = ["-O3", "-DNDEBUG", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo",
+              "--expt-relaxed-constexpr", "-diag-suppress=940,2473", "-DJAX_FHE_WITH_CUDA=1"]
+
+
+def tool(name):
+    d = os.environ.get("CUDA_BINUTILS")
+    return os.path.join(d, name) if d else name
+
+
+def build(src, out, extra):
+    """nvcc -cubin of src (ffi/ headers, jaxlib's FFI headers) and its SASS: out.cubin, out.sass."""
+    import jaxlib
+    inc = ["-I" + os.path.join(ROOT, "ffi"), "-I" + os.path.join(os.path.dirname(jaxlib.__file__), "include")]
+    subprocess.run(["nvcc", "-cubin", *NVCC_FLAGS, *inc, *extra, "-o", out + ".cubin", src], check=True)
+    env = dict(os.environ)
+    if os.environ.get("CUDA_BINUTILS"):  # cuobjdump runs nvdisasm from PATH
+        env["PATH"] = os.environ["CUDA_BINUTILS"] + os.pathsep + env.get("PATH", "")
+    sass = subprocess.run([tool("cuobjdump"), "-sass", out + ".cubin"], check=True, capture_output=True,
+                          text=True, env=env).stdout
+    with open(out + ".sass", "w") as f:
+        f.write(sass)
+    print("wrote", out + ".sass")
+
+
+def kernel(path, sig):
+    """(address, instruction text, control qword) of the kernel whose name contains sig."""
+    lines = open(path).read().split("\n")
+    out, on, i = [], False, 0
+    while i < len(lines):
+        line = lines[i]
+        if "Function :" in line:
+            on = sig in line
+        elif on:
+            m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);\s*/\* 0x[0-9a-f]+ \*/", line)
+            if m and i + 1 < len(lines):
+                ctrl = re.search(r"/\* (0x[0-9a-f]+) \*/", lines[i + 1])
+                out.append((int(m.group(1), 16), re.sub(r"\s+", " ", m.group(2).strip()),
+                            int(ctrl.group(1), 16) if ctrl else 0))
+                i += 1
+        i += 1
+    if not out:
+        sys.exit(f"{path}: no kernel matching {sig!r}")
+    return out
+
+
+def hot_loop(ins):
+    """The instructions between the target and the source of the longest backward branch."""
+    best = (0, 0, 0)
+    for addr, text, _ in ins:
+        m = re.search(r"BRA (0x[0-9a-f]+)", text)
+        if m and int(m.group(1), 16) < addr and addr - int(m.group(1), 16) > best[0]:
+            best = (addr - int(m.group(1), 16), int(m.group(1), 16), addr)
+    return [x for x in ins if best[1] <= x[0] <= best[2]]
+
+
+def normalised(ins):  # branch targets are addresses, which any size change shifts
+    return [re.sub(r"BRA (0x[0-9a-f]+)", "BRA T", text) for _, text, _ in ins]
+
+
+def opcode(text):
+    return text.split()[1] if text.startswith("@") else text.split()[0]
+
+
+def stats(path, sig):
+    loop = hot_loop(kernel(path, sig))
+    stall = sum((ctrl >> 41) & 0xF for _, _, ctrl in loop)  # Volta+ control word: stall cycles
+    counts = {}
+    for _, text, _ in loop:
+        k = opcode(text).split(".")[0]
+        counts[k] = counts.get(k, 0) + 1
+    top = " ".join(f"{k}:{v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])[:14])
+    print(f"{path}: loop {len(loop)} instructions, stall sum {stall}; {top}")
+
+
+def compare(a_path, b_path, sig):
+    a, b = kernel(a_path, sig), kernel(b_path, sig)
+    print(f"kernel: {len(a)} vs {len(b)} instructions, identical: {normalised(a) == normalised(b)}")
+    la, lb = normalised(hot_loop(a)), normalised(hot_loop(b))
+    print(f"loop: {len(la)} vs {len(lb)} instructions, identical: {la == lb}")
+    if la != lb:
+        oa, ob = [opcode(t) for t in la], [opcode(t) for t in lb]
+        blocks = [op for op in difflib.SequenceMatcher(a=oa, b=ob, autojunk=False).get_opcodes() if op[0] != "equal"]
+        changed = sum(max(i2 - i1, j2 - j1) for _, i1, i2, j1, j2 in blocks)
+        print(f"  opcodes: {changed} changed in {len(blocks)} places")
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[0] == "build":
+        build(argv[1], argv[2], argv[3:])
+    elif len(argv) == 3 and argv[0] == "stats":
+        stats(argv[1], argv[2])
+    elif len(argv) == 4 and argv[0] == "compare":
+        compare(argv[1], argv[2], argv[3])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
