@@ -409,7 +409,7 @@ ffi::Error KeyProductModDownNttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U3
     return e;
   if (c.s.batch == 0 || c.s.rows == 0) return ffi::Error::Success();
   ntt_cuda::Tables t{rows.typed_data(), moduli_tab.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-                     nullptr, nullptr, static_cast<int>(c.ps.limbs), c.ps.log_n, 0,
+                     nullptr, nullptr, nullptr, static_cast<int>(c.ps.limbs), c.ps.log_n, 0,
                      static_cast<int>(c.ps.limbs), 0};
   uint32_t* o = out->typed_data();
   if (!fuse_rows(c.s, c.ps)) {  // the transform, then the ModDown key product reading it
@@ -439,7 +439,7 @@ ffi::Error KeyProductInttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
     return e;
   if (c.s.batch == 0 || c.s.rows == 0) return ffi::Error::Success();
   ntt_cuda::Tables t{rows.typed_data(), moduli_tab.typed_data(), itw.typed_data(),
-                     itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(),
+                     itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(), nullptr,
                      static_cast<int>(c.ps.limbs), c.ps.log_n, 0, static_cast<int>(c.ps.limbs), 0};
   uint32_t* o = out->typed_data();
   if (!fuse_rows(c.s, c.ps)) {  // the key product, then the transform in place

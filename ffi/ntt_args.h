@@ -23,6 +23,19 @@ inline ffi::Error check_ntt_args(const PolyShape& s, ffi::AnyBuffer::Dimensions 
   return ffi::Error::Success();
 }
 
+// The forward NTT's row tables (the context's psi_rows, uint32[T, 2N] at N = 2^16, else
+// uint32[T, 0]): empty, or 2N words per table row. Only the sm_90 cluster kernel reads them (at
+// N = 2^16; where they are empty it does not run); the CPU handler checks and ignores them.
+inline ffi::Error check_ntt_row_tables(const PolyShape& s, ffi::AnyBuffer::Dimensions tw_rows,
+                                       int64_t table_rows) {
+  int64_t c = 0;
+  if (auto e = table_size(tw_rows, 2, "ntt row tables", &c); e.failure()) return e;
+  if (c != 0 && c != table_rows * 2 * s.n)
+    return ffi::Error::InvalidArgument("ntt row tables: expected 0 or " + std::to_string(table_rows * 2 * s.n) +
+                                       " elements, got " + std::to_string(c));
+  return ffi::Error::Success();
+}
+
 // NTT of small signed integers lifted to L primes (jax_fhe_ntt_forward_lift):
 //   x: int32[..., N] with |x| < every used prime;  y: uint32[..., L, N],
 //   y[..., l, :] = NTT_l(x mod q_rows[l]).

@@ -34,12 +34,13 @@
 // H = 2 (the default): clusters of 8 CTAs of two such halves (named barriers), as independent
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
-// Status (benchmarks/RESULTS.md, sessions 17-27): the default for launches of >= 128 polynomials
+// Status (benchmarks/RESULTS.md, sessions 17-28): the default for launches of >= 128 polynomials
 // (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
-// forward / inverse: batch 16 238.7-240.6 / 224.7-225.2 us (57-58.5 / 61-62% of copy), batch
-// 64 870.8-873.8 / 835.8-841.3 (session 26, whose prologue waits for less: against 239.5-240.5
-// / 231.3 and 873.2-874.5 / 853.9-856.9 for session 25's build in the same call). At batch 16
+// forward / inverse: batch 16 230.8-232.6 / 223.1-225.7 us (59.4-60 / 61.4-62% of copy), batch
+// 64 854.5-858.7 / 830.3-840.1 (session 28: the forward's row tables as bulk copies, against
+// 237.6-238.1 and 865.8-874.3 forward before). Session 26 (the prologue waits for less):
+// 238.7-240.6 / 224.7-225.2 against 239.5-240.5 / 231.3 for session 25's build. At batch 16
 // the forward's clusters (237.2-239.4) and its tail end within about 2 us of each other, the
 // tail now the later. Session 25 (the inverse computes its row tables): 239.5-239.7 /
 // 230.7-231.3; session 22 without the tail 251.6-252.9 / 249.4-250.4; batch 128 1726.4 /
@@ -113,6 +114,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <type_traits>
 
 #include "cuda_device.cuh"
@@ -157,7 +159,10 @@ struct Cluster {
     uint32_t mid[2][kSliceWords];           // second phase's tiles, written by the cluster
     uint32_t tw_row[kSlice * kTwRowWords];  // row-phase twiddles of the owned rows
     uint32_t tw_col[2][kTwRowWords];        // column-phase twiddles, by item parity
-    uint32_t scale[2][4];                   // inverse: N^-1 and tw[1] N^-1 with Shoup companions
+    union {  // (one of them per direction: the layout, and the inverse's code, as without row_bar)
+      uint32_t scale[2][4];                 // inverse: N^-1 and tw[1] N^-1 with Shoup companions
+      uint64_t row_bar;                     // forward: tw_row's bulk copy has landed (mbarrier)
+    };
     int limb_row[kMaxLimbSpan];             // table row and prime of the cluster's limbs
     uint32_t limb_q[kMaxLimbSpan];
   };
@@ -170,6 +175,11 @@ struct Cluster {
   // differently and took 243.1-243.8 against 239.8-240.1 us at L = 48, batch 16; session 25)
   template <bool INVERSE>
   using Smem = std::conditional_t<INVERSE, SmemInverse, SmemForward>;
+  // the bulk copies (TMA) need 16-byte aligned shared-memory addresses, in each of H parts
+  static_assert(sizeof(SmemForward) % 16 == 0 && sizeof(SmemInverse) % 16 == 0 &&
+                    offsetof(SmemForward, in) % 16 == 0 && offsetof(SmemForward, mid) % 16 == 0 &&
+                    offsetof(SmemForward, tw_row) % 16 == 0,
+                "16-byte aligned bulk-copy buffers");
   static __device__ __forceinline__ int col_tile(int r, int c) {
     if constexpr (C == 8) return 32 * r + (c ^ ((r & 1) << 4));
     else return 16 * (r ^ ((r >> 4) & 1)) + c;
@@ -275,6 +285,13 @@ __device__ __forceinline__ void bulk_copy_remote(uint32_t dst, const void* src, 
                ::"r"(dst), "r"(smem_addr(src)), "r"(bytes), "r"(bar) : "memory");
 }
 
+// `bytes` (a multiple of 16) from global memory into this CTA's shared memory by the TMA engine,
+// counted on this CTA's mbarrier `bar`
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar)) : "memory");
+}
+
 // 4 bytes into CTA-shared memory of the cluster (`addr` from map_rank), counted on that CTA's
 // mbarrier `bar` (likewise mapped); asynchronous, no fence
 __device__ __forceinline__ void store_async(uint32_t addr, uint32_t v, uint32_t bar) {
@@ -363,19 +380,24 @@ struct ItemCursor {
 };
 
 // Twiddle tables are copied with cp.async (no register holds them, so a reload stalls nobody
-// until its first use), one commit group per call site in the loop.
+// until its first use), one commit group per call site in the loop; the forward's row table,
+// where the tables carry it in its shared-memory order, as one bulk copy.
 
-// The forward's row-phase twiddles: rows [S rank, S rank + S) of table row `row` (see
-// tw_row_slot). Thread tid copies slot tid % 256 of every
-// (kThreads / 256)-th row, so that the slot's stage and group are worked out once and its rows
-// follow at a constant stride (about 60 instructions per thread against about 750 when each copy
-// derives its slot; a reload comes every `batch` items). Forward, L = 48, H100: 253-254 against
-// 258-259 us at batch 16, 929-933 against 957-960 at batch 64 (session 21).
-// (The forward computed its table as the inverse does, compute_tw_row, measured 234.7-238.3
-// against 237.5-240.6 us at L = 48, batch 16 but 892.5-894.3 against 871.8-875.4 at batch 64:
-// the hot loop slower per item; session 25.)
+// The forward's row-phase twiddles: rows [S rank, S rank + S) of table row `row` (tw_row_slot's
+// order), S KB per part, loaded whenever an item's limb uses another row than the last's.
+// With the context's psi_rows (Tables::tw_rows: the host lays each table row out in tw_row's
+// order, so a part's rows are contiguous) one thread issues them as one bulk copy counted on
+// row_bar (issue_tw_row), once every reader of the old table is past a barrier; without them
+// (tables passed to the FFI without psi_rows) every thread copies its slot of every 8th row from
+// psi with cp.async (gather_tw_row: 32 four-byte copies per thread), in the loop's P4 commit
+// group. At L = 48, batch 16 the copies took 3.6-3.9 us of the iteration that issued them, twice
+// per launch (session 27 timeline); the bulk copy saved 5-6 us of the launch on the same build
+// (session 28). (The forward computing its table as the inverse does, compute_tw_row, made the
+// hot loop slower per item; session 25.)
+// (gather_tw_row: thread tid copies slot tid % 256 of every (kThreads / 256)-th row, so that the
+// slot's stage and group are worked out once and its rows follow at a constant stride.)
 template <int C>
-__device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int row, int rank, int tid) {
+__device__ __forceinline__ void gather_tw_row(uint32_t* dst, const Tables& t, int row, int rank, int tid) {
   using G = Cluster<C>;
   const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
   const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
@@ -395,6 +417,18 @@ __device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int
     copy_async<4>(d + k * kRowStep * kTwRowWords + 1, tws + g0 + k * step);
   }
 }
+
+// (issue_tw_row: the bulk copy, from one thread)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+template <int C>
+__device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int row, int rank, uint64_t* bar) {
+  using G = Cluster<C>;
+  constexpr uint32_t kBytes = sizeof(uint32_t) * G::kSlice * kTwRowWords;
+  fence_proxy_async_smem();  // the generic-proxy reads of the old table before the async write
+  mbar_expect(bar, kBytes);
+  bulk_load(dst, t.tw_rows + (static_cast<int64_t>(row) << (kLogN + 1)) + rank * (kBytes / 4), kBytes, bar);
+}
+#endif
 
 // Pairs 0..count-1 of a table row (w, then its Shoup companion) into dst, interleaved.
 template <int C>
@@ -756,7 +790,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   // ---- twiddles. Which table row each buffer holds (or is receiving):
   //   tw_col[b] (by item parity): col_tab0 / col_tab1; the inverse's scale[b][2..3] are derived
   //     (finish_scale) after the copies land: scale_due0 / scale_due1;
-  //   tw_row: row_tab. Forward: copied whole at P4 (issue_tw_row); inverse: computed by
+  //   tw_row: row_tab. Forward: copied whole at P4 (issue_tw_row / gather_tw_row); inverse: computed by
   //     compute_tw_row at P1 before round D from factors staged in row_fac (staged_row) at P3
   //     one iteration ahead.
   // Each copy is issued as soon as the old contents' last reader is past a barrier and waited for
@@ -778,7 +812,8 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   };
   auto issue_row = [&](int row) {  // forward: the row table. Returns whether it loads.
     if (row_tab == row) return false;
-    issue_tw_row<C>(sm.tw_row, t, row, rank, tid);
+    if (!t.tw_rows) gather_tw_row<C>(sm.tw_row, t, row, rank, tid);
+    else if (tid == 0) issue_tw_row<C>(sm.tw_row, t, row, rank, &sm.row_bar);
     row_tab = row;
     return true;
   };
@@ -798,6 +833,7 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     }
     mbar_init(&sm.full[0], 1);
     mbar_init(&sm.full[1], 1);
+    if (!INVERSE) mbar_init(&sm.row_bar, 1);
     if (kBulk) mbar_init(&sm.sent[0], C), mbar_init(&sm.sent[1], C);
     mbar_init_fence();
     mbar_expect(&sm.full[0], G::kMidBytes);
@@ -806,13 +842,21 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   // The prologue waits only for what item 0's first phase reads (its slice and column tables,
   // the inverse's row-table factors) and for the forward's item 1 slice: every part of every
   // cluster issues these loads at once, so each byte left out of the burst shortens the wait.
-  // The forward's first row table and the inverse's item 1 slice are issued after item 0's first
-  // round instead (session 26, H100, L = 48, batch 16: 0-1.5 us forward, the loop's SASS
-  // unchanged; 6 us inverse, whose loop also compiled faster: 15-20 us at batch 64). Deferring
-  // the forward's item 1 slice the same way made its loop 2-5 us slower at batch 16.
+  // The forward's gathered first row table and the inverse's item 1 slice are issued after item
+  // 0's first round instead (session 26, H100, L = 48, batch 16: 0-1.5 us forward, the loop's
+  // SASS unchanged; 6 us inverse, whose loop also compiled faster: 15-20 us at batch 64);
+  // deferring the forward's item 1 slice the same way made its loop 2-5 us slower at batch 16.
+  // (The bulk copy of the row table has no issue cost and goes out at once.)
   WorkItem cur = take();
   WorkItem nxt = n > 1 ? take() : cur;
   prefetch(cur.poly, 0);
+  // The forward's item 0 row table, as if issued at P4 of iteration -1 and waited for at the
+  // loop's first P3 (row_due): a bulk copy (psi_rows) at once, which costs the threads nothing
+  // (session 28, H100, L = 48: 233.1-233.4 against 234.8-236.6 us at batch 16 when issued after
+  // item 0's first round, 857 against 874-877 at batch 64, the loop compiled differently too);
+  // gathered, after item 0's first round (below).
+  bool row_due = false;  // forward: a row table issued at the last P4, not yet waited for
+  if (!INVERSE && t.tw_rows) row_due = issue_row(cur.row);
   if (!INVERSE && n > 1) prefetch(nxt.poly, 1);
   issue_col(0, cur.row);
   issue_col(1, nxt.row);
@@ -821,16 +865,16 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   copy_async_wait<0>();
   part_sync();
   if (INVERSE) compute_tw_row<C>(sm.tw_row, row_fac, row_fac + 256, cur.q, tid), row_tab = cur.row;
-  bool row_due = false;  // forward: a row table issued at the last P4, not yet waited for
+  uint32_t row_phase = 0;  // forward: the parity of row_bar's next completion
   finish_col(0, cur.q);
   finish_col(1, nxt.q);
   cluster_sync_all();  // every CTA runs and has initialised its barriers before any st.async
   round1(0, cur.q);
   part_sync();
-  // The forward's item 0 row table, as if issued at P4 of iteration -1: the last commit group
-  // before the loop, waited for at its first P3 (row_due). The inverse's item 1 slice and (as
-  // iteration -1 of the loop would) row-table factors: waited for at the loop's first P1.
-  if (!INVERSE) row_due = issue_row(cur.row);
+  // The forward's item 0 row table where it is gathered: the last commit group before the loop.
+  // The inverse's item 1 slice and (as iteration -1 of the loop would) row-table factors: waited
+  // for at the loop's first P1.
+  if (!INVERSE && !t.tw_rows) row_due = issue_row(cur.row);
   if (INVERSE && n > 1) prefetch(nxt.poly, 1);
   if (INVERSE && n > 1) stage_row(nxt.row);
   if (INVERSE) copy_async_commit();
@@ -845,8 +889,9 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
   //   P3: inverse: the row-table factors of item i + 2 (row_fac; read at P1 before); bulk
   //       forward: item i + 2's slice into in[i & 1], once every owner has received item i's
   //       blocks from it (the TMA read them there)
-  //   P4: forward: row table of item i + 1 (item i's rounds C, D are done);
-  //       inverse: column table of item i + 2 (buffer i & 1)
+  //   P4: forward: item i + 1's row table where its row is new (item i's rounds C, D are
+  //       done): gather_tw_row's copies, or empty (issue_tw_row's bulk copy counts on
+  //       row_bar); inverse: column table of item i + 2 (buffer i & 1)
   // wait<1> at P1 completes all but the last P4 group: item i + 1's slice, the forward's column
   // table of item i + 1 and the inverse's row-table factors of item i + 1 and column table of
   // item i.
@@ -874,9 +919,10 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
     if (!kBulk && i + 2 < n) prefetch(after.poly, i & 1);
     copy_async_commit();
     // P3
-    if (!INVERSE && row_due) {  // the row table issued at P4 of iteration i - 1 (2 groups since)
-      copy_async_wait<2>();
-      part_sync();
+    if (!INVERSE && row_due) {  // the row table issued at P4 of iteration i - 1
+      if (!t.tw_rows) copy_async_wait<2>(), part_sync();  // (the P4 group, 2 groups since)
+      else mbar_wait(&sm.row_bar, row_phase);
+      row_phase ^= 1;
       row_due = false;
     }
     round3(i, cur.q);
@@ -1011,6 +1057,14 @@ bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* sr
       cc_major() < 9)
     return false;
   if (mode == -1 && s.polys < kAutoMinPolys) return false;
+  // JAX_FHE_NTT_ROW_BULK=0: the forward gathers its row tables from psi even where the tables
+  // carry psi_rows (to compare the two; session 28)
+  static const bool bulk_rows = tuning_int("JAX_FHE_NTT_ROW_BULK", 1) != 0;
+  if (!inverse && !bulk_rows && t.tw_rows) {
+    Tables gather = t;
+    gather.tw_rows = nullptr;
+    return run_ntt_cluster(stream, s, src, dst, gather, inverse, lazy);
+  }
   if (mode == -1 || mode == 2)
     return inverse ? run_cluster<16, 2, true>(stream, s, src, dst, t) : run_cluster<16, 2, false>(stream, s, src, dst, t);
   if (mode == 16)

@@ -106,7 +106,9 @@ namespace {
 
 ffi::Error NttForwardCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows,
                              ffi::Buffer<ffi::U32> moduli, ffi::Buffer<ffi::U32> tw,
-                             ffi::Buffer<ffi::U32> tw_shoup, ffi::ResultBuffer<ffi::U32> y,
+                             ffi::Buffer<ffi::U32> tw_shoup,
+                             ffi::Buffer<ffi::U32> tw_rows /*a GPU layout; checked*/,
+                             ffi::ResultBuffer<ffi::U32> y,
                              bool /*lazy: a GPU scheduling hint; results are identical*/,
                              ffi::Span<const int32_t> row_groups /*likewise; checked*/) {
   PolyShape s;
@@ -117,6 +119,7 @@ ffi::Error NttForwardCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows
                               &table_rows);
       e.failure())
     return e;
+  if (auto e = check_ntt_row_tables(s, tw_rows.dimensions(), table_rows); e.failure()) return e;
   if (auto e = check_rows(rows.typed_data(), s.limbs, table_rows); e.failure()) return e;
   if (auto e = check_row_groups(row_groups, s.limbs, rows.typed_data()); e.failure()) return e;
   ntt_forward_cpu(s, x.typed_data(), y->typed_data(), rows.typed_data(), moduli.typed_data(),
@@ -205,6 +208,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardCpu, NttForwardCpuImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()  // moduli
                                   .Arg<ffi::Buffer<ffi::U32>>()  // twiddles
                                   .Arg<ffi::Buffer<ffi::U32>>()  // twiddles (Shoup)
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // row tables (GPU)
                                   .Ret<ffi::Buffer<ffi::U32>>()
                                   .Attr<bool>("lazy")
                                   .Attr<ffi::Span<const int32_t>>("row_groups"));

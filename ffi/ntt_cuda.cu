@@ -651,7 +651,7 @@ ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
 ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                               ffi::Buffer<ffi::S32> rows, ffi::Buffer<ffi::U32> moduli,
                               ffi::Buffer<ffi::U32> tw, ffi::Buffer<ffi::U32> tw_shoup,
-                              ffi::ResultBuffer<ffi::U32> y, bool lazy,
+                              ffi::Buffer<ffi::U32> tw_rows, ffi::ResultBuffer<ffi::U32> y, bool lazy,
                               ffi::Span<const int32_t> row_groups) {
   PolyShape s;
   if (auto e = decode_poly_shape(x.dimensions(), "ntt input", &s); e.failure()) return e;
@@ -661,12 +661,13 @@ ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                               &table_rows);
       e.failure())
     return e;
+  if (auto e = check_ntt_row_tables(s, tw_rows.dimensions(), table_rows); e.failure()) return e;
   // the members' shared row is the caller's contract here (the rows are in device memory; the
   // CPU handler checks it)
   if (auto e = check_row_groups(row_groups, s.limbs, nullptr); e.failure()) return e;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
+           nullptr, nullptr, tw_rows.element_count() ? tw_rows.typed_data() : nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   const int64_t group_count = static_cast<int64_t>(row_groups.size()) / kRowGroupSize;
   RowGroups g;
   const RowGroups* gp = nullptr;
@@ -699,7 +700,7 @@ ffi::Error NttInverseCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
     return e;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(),  moduli.typed_data(),      itw.typed_data(),
-           itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(),
+           itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(), nullptr,
            static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   return lazy ? run_ntt<true, true>(stream, s, x.typed_data(), y->typed_data(), t)
               : run_ntt<true, false>(stream, s, x.typed_data(), y->typed_data(), t);
@@ -735,7 +736,7 @@ ffi::Error NttForwardLiftCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::S32> x,
     return e;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
+           nullptr, nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   const int32_t* xi = x.typed_data();
   uint32_t* dst = y->typed_data();
   if (lazy && s.log_n <= kMaxWholeLog && whole_enabled()) {
@@ -821,6 +822,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardCuda, NttForwardCudaImpl,
                                   .Ctx<ffi::PlatformStream<cudaStream_t>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()

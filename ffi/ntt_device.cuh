@@ -24,6 +24,9 @@ struct Tables {
   const uint32_t* tw_shoup;
   const uint32_t* scale;        // N^-1 (inverse only)
   const uint32_t* scale_shoup;
+  // forward, N = 2^16: the context's psi_rows (the cluster kernel's row tables, in its
+  // shared-memory order), or nullptr: the cluster kernel then does not run
+  const uint32_t* tw_rows;
   int limbs;
   int log_n;
   // the launch covers limbs [limb0, limb0 + limb_count) of batch entries [batch0, ...):

@@ -88,8 +88,8 @@ print("variant ok")
 
 
 @pytest.mark.parametrize("variant", ["default", "two-phase", "chunked", "cluster-2", "cluster-8", "cluster-16",
-                                     "cluster-no-tail", "cluster-tail-40", "min-blocks-2", "min-blocks-3",
-                                     "no-whole", "streamed"])
+                                     "cluster-no-tail", "cluster-tail-40", "cluster-gathered-rows", "min-blocks-2",
+                                     "min-blocks-3", "no-whole", "streamed"])
 def test_ntt_variants_cpu_equals_gpu(variant, devices):
     """The GPU NTT's optional paths, each selected through an environment variable read once per
     process, give the CPU's bits at N = 2^12 (the one-block kernel, 2 polynomials per thread at
@@ -106,7 +106,9 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
       8 / 16; N = 2^16 with primes below 2^30, 56 and 168 polynomials over
       the clusters; other sizes and the 31-bit primes fall back; tests/ntt_cluster_check.py
       covers more shapes); that kernel without its tail (JAX_FHE_NTT_TAIL=0) and with a tail
-      of 40 polynomials, which starts inside a limb (for both N = 2^16 shapes);
+      of 40 polynomials, which starts inside a limb (for both N = 2^16 shapes); its forward
+      gathering its row tables from psi with cp.async (JAX_FHE_NTT_ROW_BULK=0, as for tables
+      without psi_rows) instead of one bulk copy of psi_rows per limb change;
     - the N = 2^16 kernels compiled for 2 or 3 resident blocks per SM (JAX_FHE_NTT_MIN_BLOCKS;
       the default mixes them by kernel);
     - the streamed two-phase kernel (JAX_FHE_NTT_STREAM=1; N = 2^16 at 4 polynomials per thread)
@@ -118,7 +120,11 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
     env = dict(os.environ)
     env.pop("JAX_FHE_NTT_CLUSTER", None)  # "default": the library's own choice
     env.pop("JAX_FHE_NTT_TAIL", None)
-    if variant.startswith("cluster-") and "tail" in variant:  # the default form, its tail set
+    env.pop("JAX_FHE_NTT_ROW_BULK", None)
+    if variant == "cluster-gathered-rows":
+        env["JAX_FHE_NTT_CLUSTER"] = "2"
+        env["JAX_FHE_NTT_ROW_BULK"] = "0"
+    elif variant.startswith("cluster-") and "tail" in variant:  # the default form, its tail set
         env["JAX_FHE_NTT_CLUSTER"] = "2"
         env["JAX_FHE_NTT_TAIL"] = "0" if variant == "cluster-no-tail" else variant.rsplit("-", 1)[1]
     elif variant != "default":  # the cluster kernel forced on (2, 8, 16) or off

@@ -185,7 +185,7 @@ def test_handler_rejects_bad_row_groups(device, put):
     rows = np.array([0, 1, 0], np.int32)
 
     def run(groups):
-        jax.block_until_ready(call(x, rows, ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=True,
+        jax.block_until_ready(call(x, rows, ctx.moduli, ctx.psi, ctx.psi_shoup, ctx.psi_rows, lazy=True,
                                    row_groups=np.asarray(groups, np.int32)))
 
     run([0, 2, -1, -1, 1, -1, -1, -1])  # valid
@@ -263,12 +263,16 @@ def test_handler_rejects_mismatched_tables_directly():
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype))
     with pytest.raises(Exception, match="twiddles"):  # awaited: GPU errors surface there
         jax.block_until_ready(
-            call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi[:, : n // 2], ctx.psi_shoup, lazy=True,
-                 row_groups=np.zeros(0, np.int32)))
+            call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi[:, : n // 2], ctx.psi_shoup, ctx.psi_rows,
+                 lazy=True, row_groups=np.zeros(0, np.int32)))
+    with pytest.raises(Exception, match="row tables"):
+        jax.block_until_ready(
+            call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi, ctx.psi_shoup, ctx.psi[:, :5],
+                 lazy=True, row_groups=np.zeros(0, np.int32)))
     cpu = jax.devices("cpu")[0]  # only the CPU handler can read the row indices (host memory)
     with pytest.raises(Exception, match="row index out of range"):
         jax.block_until_ready(call(jax.device_put(x, cpu), np.array([0, 5], np.int32),
-                                   *jax.device_put((ctx.moduli, ctx.psi, ctx.psi_shoup), cpu), lazy=True,
+                                   *jax.device_put((ctx.moduli, ctx.psi, ctx.psi_shoup, ctx.psi_rows), cpu), lazy=True,
                                    row_groups=np.zeros(0, np.int32)))
 
 
