@@ -96,7 +96,11 @@
 // L2 prefetches before the wait 3-4 us slower); one build with both the copied and the computed
 // forward row tables, chosen at run time, showed computing them worth about 1 us at batch 16
 // (as much as issuing item 1's slice after item 0's first round), while builds with only the
-// computed path lost 14-35 us at batch 64 to the loop's schedule.
+// computed path lost 14-35 us at batch 64 to the loop's schedule. Session 28 (the row tables as
+// bulk copies): builds with only the bulk path, the mbarrier waited for by every thread, by
+// thread 0 then a part barrier, or after the cp.async wait, lost 17-29 us at batch 64 to their
+// loops' schedules (the kept build has both paths); an L2 prefetch of the next limb's slab two
+// items ahead was 5 us slower at batch 16; the bulk copy without its fence.proxy.async no faster.
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
