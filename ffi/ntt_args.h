@@ -24,15 +24,19 @@ inline ffi::Error check_ntt_args(const PolyShape& s, ffi::AnyBuffer::Dimensions 
 }
 
 // The forward NTT's row tables (the context's psi_rows, uint32[T, 2N] at N = 2^16, else
-// uint32[T, 0]): empty, or 2N words per table row. Only the sm_90 cluster kernel reads them (at
-// N = 2^16; where they are empty it does not run); the CPU handler checks and ignores them.
+// uint32[T, 0]): empty, or [T, 2N]. Only the sm_90 cluster kernel reads them (at N = 2^16; where
+// they are empty it gathers the same twiddles from tw and tw_shoup); the CPU handler checks and
+// ignores them. Derived data: a table that does not match tw gives wrong GPU results, which is
+// why contexts come from make_context.
 inline ffi::Error check_ntt_row_tables(const PolyShape& s, ffi::AnyBuffer::Dimensions tw_rows,
                                        int64_t table_rows) {
   int64_t c = 0;
   if (auto e = table_size(tw_rows, 2, "ntt row tables", &c); e.failure()) return e;
-  if (c != 0 && c != table_rows * 2 * s.n)
-    return ffi::Error::InvalidArgument("ntt row tables: expected 0 or " + std::to_string(table_rows * 2 * s.n) +
-                                       " elements, got " + std::to_string(c));
+  const int64_t last = tw_rows.size() ? tw_rows[tw_rows.size() - 1] : 0;
+  if (c != 0 && (c != table_rows * 2 * s.n || last != 2 * s.n))
+    return ffi::Error::InvalidArgument("ntt row tables: expected an empty table or [" + std::to_string(table_rows) +
+                                       ", " + std::to_string(2 * s.n) + "], got " + std::to_string(c) +
+                                       " elements with a last axis of " + std::to_string(last));
   return ffi::Error::Success();
 }
 

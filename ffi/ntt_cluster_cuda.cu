@@ -37,12 +37,11 @@
 // Status (benchmarks/RESULTS.md, sessions 17-28): the default for launches of >= 128 polynomials
 // (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
-// forward / inverse: batch 16 230.8-232.6 / 223.1-225.7 us (59.4-60 / 61.4-62% of copy), batch
-// 64 854.5-858.7 / 830.3-840.1 (session 28: the forward's row tables as bulk copies, against
-// 237.6-238.1 and 865.8-874.3 forward before). Session 26 (the prologue waits for less):
-// 238.7-240.6 / 224.7-225.2 against 239.5-240.5 / 231.3 for session 25's build. At batch 16
-// the forward's clusters (237.2-239.4) and its tail end within about 2 us of each other, the
-// tail now the later. Session 25 (the inverse computes its row tables): 239.5-239.7 /
+// forward / inverse: batch 16 230.8-233.4 / 223.1-225.7 us (59.4-60.6 / 61.4-62% of copy, two
+// H100s), batch 64 854.5-858.7 / 830.3-840.1 (session 28: the forward's row tables as bulk
+// copies, against 237.6-238.1 and 865.8-874.3 forward before). Session 26 (the prologue waits
+// for less): 238.7-240.6 / 224.7-225.2 against 239.5-240.5 / 231.3 for session 25's build;
+// then the forward's clusters and its tail ended within about 2 us of each other. Session 25 (the inverse computes its row tables): 239.5-239.7 /
 // 230.7-231.3; session 22 without the tail 251.6-252.9 / 249.4-250.4; batch 128 1726.4 /
 // 1705.5 (62.9 / 63.7%, session 22); a fixed cost per launch of about 27 us (a
 // 13 us prologue, twiddle reloads, drain); against 335-339 / 340-342 for the two-phase
@@ -388,12 +387,13 @@ struct ItemCursor {
 // where the tables carry it in its shared-memory order, as one bulk copy.
 
 // The forward's row-phase twiddles: rows [S rank, S rank + S) of table row `row` (tw_row_slot's
-// order), S KB per part, loaded whenever an item's limb uses another row than the last's.
+// order), 2S KB per part, loaded whenever an item's limb uses another row than the last's.
 // With the context's psi_rows (Tables::tw_rows: the host lays each table row out in tw_row's
 // order, so a part's rows are contiguous) one thread issues them as one bulk copy counted on
 // row_bar (issue_tw_row), once every reader of the old table is past a barrier; without them
-// (tables passed to the FFI without psi_rows) every thread copies its slot of every 8th row from
-// psi with cp.async (gather_tw_row: 32 four-byte copies per thread), in the loop's P4 commit
+// (tables passed to the FFI without psi_rows) every thread copies its slot of every
+// (kThreads / 256)-th row from psi with cp.async (gather_tw_row: 32 four-byte copies per
+// thread), in the loop's P4 commit
 // group. At L = 48, batch 16 the copies took 3.6-3.9 us of the iteration that issued them, twice
 // per launch (session 27 timeline); the bulk copy saved 5-6 us of the launch on the same build
 // (session 28). (The forward computing its table as the inverse does, compute_tw_row, made the
@@ -422,7 +422,7 @@ __device__ __forceinline__ void gather_tw_row(uint32_t* dst, const Tables& t, in
   }
 }
 
-// (issue_tw_row: the bulk copy, from one thread)
+// (issue_tw_row: the bulk copy, from one thread; a part's rows do not depend on H)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 template <int C>
 __device__ __forceinline__ void issue_tw_row(uint32_t* dst, const Tables& t, int row, int rank, uint64_t* bar) {

@@ -155,8 +155,9 @@ ffi::Error NttInverseCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows
 // rejected here; the CUDA handler takes the range as the caller's contract.
 ffi::Error NttForwardLiftCpuImpl(ffi::Buffer<ffi::S32> x, ffi::Buffer<ffi::S32> rows,
                                  ffi::Buffer<ffi::U32> moduli, ffi::Buffer<ffi::U32> tw,
-                                 ffi::Buffer<ffi::U32> tw_shoup, ffi::ResultBuffer<ffi::U32> y,
-                                 bool /*lazy*/) {
+                                 ffi::Buffer<ffi::U32> tw_shoup,
+                                 ffi::Buffer<ffi::U32> tw_rows /*a GPU layout; checked*/,
+                                 ffi::ResultBuffer<ffi::U32> y, bool /*lazy*/) {
   PolyShape s;
   int64_t table_rows = 0;
   if (auto e = check_ntt_lift_args(x.dimensions(), y->dimensions(), rows.dimensions(),
@@ -164,6 +165,7 @@ ffi::Error NttForwardLiftCpuImpl(ffi::Buffer<ffi::S32> x, ffi::Buffer<ffi::S32> 
                                    &table_rows);
       e.failure())
     return e;
+  if (auto e = check_ntt_row_tables(s, tw_rows.dimensions(), table_rows); e.failure()) return e;
   if (auto e = check_rows(rows.typed_data(), s.limbs, table_rows); e.failure()) return e;
   const int32_t* r = rows.typed_data();
   const uint32_t* q = moduli.typed_data();
@@ -198,6 +200,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardLiftCpu, NttForwardLiftCpuImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()  // moduli
                                   .Arg<ffi::Buffer<ffi::U32>>()  // twiddles
                                   .Arg<ffi::Buffer<ffi::U32>>()  // twiddles (Shoup)
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // row tables (GPU)
                                   .Ret<ffi::Buffer<ffi::U32>>()  // y [..., L, N]
                                   .Attr<bool>("lazy"));
 

@@ -648,6 +648,13 @@ ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
   return ffi::Error::Success();
 }
 
+// The forward's row tables (check_ntt_row_tables) for Tables::tw_rows: null where empty or not
+// 16-byte aligned (the bulk copy's source; XLA's buffers are), so that the kernel gathers them.
+const uint32_t* row_tables(ffi::Buffer<ffi::U32>& tw_rows) {
+  const uint32_t* p = tw_rows.element_count() ? tw_rows.typed_data() : nullptr;
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0 ? p : nullptr;
+}
+
 ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                               ffi::Buffer<ffi::S32> rows, ffi::Buffer<ffi::U32> moduli,
                               ffi::Buffer<ffi::U32> tw, ffi::Buffer<ffi::U32> tw_shoup,
@@ -667,7 +674,7 @@ ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
   if (auto e = check_row_groups(row_groups, s.limbs, nullptr); e.failure()) return e;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-           nullptr, nullptr, tw_rows.element_count() ? tw_rows.typed_data() : nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
+           nullptr, nullptr, row_tables(tw_rows), static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   const int64_t group_count = static_cast<int64_t>(row_groups.size()) / kRowGroupSize;
   RowGroups g;
   const RowGroups* gp = nullptr;
@@ -726,7 +733,7 @@ __global__ void lift_kernel(const int32_t* x, uint32_t* y, const int32_t* rows,
 ffi::Error NttForwardLiftCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::S32> x,
                                   ffi::Buffer<ffi::S32> rows, ffi::Buffer<ffi::U32> moduli,
                                   ffi::Buffer<ffi::U32> tw, ffi::Buffer<ffi::U32> tw_shoup,
-                                  ffi::ResultBuffer<ffi::U32> y, bool lazy) {
+                                  ffi::Buffer<ffi::U32> tw_rows, ffi::ResultBuffer<ffi::U32> y, bool lazy) {
   PolyShape s;
   int64_t table_rows = 0;
   if (auto e = check_ntt_lift_args(x.dimensions(), y->dimensions(), rows.dimensions(),
@@ -734,9 +741,10 @@ ffi::Error NttForwardLiftCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::S32> x,
                                    &table_rows);
       e.failure())
     return e;
+  if (auto e = check_ntt_row_tables(s, tw_rows.dimensions(), table_rows); e.failure()) return e;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-           nullptr, nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
+           nullptr, nullptr, row_tables(tw_rows), static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   const int32_t* xi = x.typed_data();
   uint32_t* dst = y->typed_data();
   if (lazy && s.log_n <= kMaxWholeLog && whole_enabled()) {
@@ -810,6 +818,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardLiftCuda, NttForwardLiftCudaImpl,
                                   .Ctx<ffi::PlatformStream<cudaStream_t>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()

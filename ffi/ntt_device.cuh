@@ -25,7 +25,7 @@ struct Tables {
   const uint32_t* scale;        // N^-1 (inverse only)
   const uint32_t* scale_shoup;
   // forward, N = 2^16: the context's psi_rows (the cluster kernel's row tables, in its
-  // shared-memory order), or nullptr: the cluster kernel then does not run
+  // shared-memory order), or nullptr: the cluster kernel then gathers them from tw, tw_shoup
   const uint32_t* tw_rows;
   int limbs;
   int log_n;

@@ -88,8 +88,9 @@ print("variant ok")
 
 
 @pytest.mark.parametrize("variant", ["default", "two-phase", "chunked", "cluster-2", "cluster-8", "cluster-16",
-                                     "cluster-no-tail", "cluster-tail-40", "cluster-gathered-rows", "min-blocks-2",
-                                     "min-blocks-3", "no-whole", "streamed"])
+                                     "cluster-no-tail", "cluster-tail-40", "cluster-gathered-rows",
+                                     "cluster-8-gathered-rows", "min-blocks-2", "min-blocks-3", "no-whole",
+                                     "streamed"])
 def test_ntt_variants_cpu_equals_gpu(variant, devices):
     """The GPU NTT's optional paths, each selected through an environment variable read once per
     process, give the CPU's bits at N = 2^12 (the one-block kernel, 2 polynomials per thread at
@@ -106,9 +107,10 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
       8 / 16; N = 2^16 with primes below 2^30, 56 and 168 polynomials over
       the clusters; other sizes and the 31-bit primes fall back; tests/ntt_cluster_check.py
       covers more shapes); that kernel without its tail (JAX_FHE_NTT_TAIL=0) and with a tail
-      of 40 polynomials, which starts inside a limb (for both N = 2^16 shapes); its forward
-      gathering its row tables from psi with cp.async (JAX_FHE_NTT_ROW_BULK=0, as for tables
-      without psi_rows) instead of one bulk copy of psi_rows per limb change;
+      of 40 polynomials, which starts inside a limb (for both N = 2^16 shapes); its forward, in
+      the default form and on clusters of 8 CTAs, gathering its row tables from psi with
+      cp.async (JAX_FHE_NTT_ROW_BULK=0, as for tables without psi_rows) instead of one bulk copy
+      of psi_rows per limb change;
     - the N = 2^16 kernels compiled for 2 or 3 resident blocks per SM (JAX_FHE_NTT_MIN_BLOCKS;
       the default mixes them by kernel);
     - the streamed two-phase kernel (JAX_FHE_NTT_STREAM=1; N = 2^16 at 4 polynomials per thread)
@@ -121,8 +123,8 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
     env.pop("JAX_FHE_NTT_CLUSTER", None)  # "default": the library's own choice
     env.pop("JAX_FHE_NTT_TAIL", None)
     env.pop("JAX_FHE_NTT_ROW_BULK", None)
-    if variant == "cluster-gathered-rows":
-        env["JAX_FHE_NTT_CLUSTER"] = "2"
+    if variant.endswith("gathered-rows"):
+        env["JAX_FHE_NTT_CLUSTER"] = "8" if variant.startswith("cluster-8") else "2"
         env["JAX_FHE_NTT_ROW_BULK"] = "0"
     elif variant.startswith("cluster-") and "tail" in variant:  # the default form, its tail set
         env["JAX_FHE_NTT_CLUSTER"] = "2"
@@ -179,7 +181,7 @@ def test_ntt_chain_in_cuda_graph_equals_cpu(devices):
     import sys
 
     env = dict(os.environ)
-    for k in ("JAX_FHE_NTT_CLUSTER", "JAX_FHE_NTT_TAIL"):
+    for k in ("JAX_FHE_NTT_CLUSTER", "JAX_FHE_NTT_TAIL", "JAX_FHE_NTT_ROW_BULK"):
         env.pop(k, None)
     env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL"
                         " --xla_gpu_graph_min_graph_size=1").strip()

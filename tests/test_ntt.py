@@ -265,10 +265,11 @@ def test_handler_rejects_mismatched_tables_directly():
         jax.block_until_ready(
             call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi[:, : n // 2], ctx.psi_shoup, ctx.psi_rows,
                  lazy=True, row_groups=np.zeros(0, np.int32)))
-    with pytest.raises(Exception, match="row tables"):
-        jax.block_until_ready(
-            call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi, ctx.psi_shoup, ctx.psi[:, :5],
-                 lazy=True, row_groups=np.zeros(0, np.int32)))
+    for bad_rows in (ctx.psi[:, :5], jnp.zeros((2 * n, 2), jnp.uint32)):  # a wrong count; transposed
+        with pytest.raises(Exception, match="row tables"):
+            jax.block_until_ready(
+                call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi, ctx.psi_shoup, bad_rows,
+                     lazy=True, row_groups=np.zeros(0, np.int32)))
     cpu = jax.devices("cpu")[0]  # only the CPU handler can read the row indices (host memory)
     with pytest.raises(Exception, match="row index out of range"):
         jax.block_until_ready(call(jax.device_put(x, cpu), np.array([0, 5], np.int32),
@@ -276,12 +277,14 @@ def test_handler_rejects_mismatched_tables_directly():
                                    row_groups=np.zeros(0, np.int32)))
 
 
-@pytest.mark.parametrize("log_n, batch", [(10, 3), (12, 1), (12, 2), (12, 4), (13, 2), (16, 4)])
+@pytest.mark.parametrize("log_n, batch", [(10, 3), (12, 1), (12, 2), (12, 4), (13, 2), (16, 4), (16, 22)])
 @pytest.mark.parametrize("primes", ["30bit", "31bit"])
 def test_ntt_lift_equals_ntt_of_residues(log_n, batch, primes, device, put, rng):
     """ntt_lift(x) == ntt(x mod q_l per limb) bit for bit, for digits up to +-(2^17) and the
     extremes -(q_min - 1), q_min - 1: the one-block GPU kernel lifts on load (N <= 4096, 30-bit
-    primes, P = 1, 2), other shapes lift in a separate pass; jit and vmap included."""
+    primes, P = 1, 2), other shapes lift in a separate pass (at N = 2^16, batch 22: 132
+    polynomials, on sm_90 the cluster kernel with the context's row tables); jit and vmap
+    included."""
     n = 1 << log_n
     ps = PRIME_SETS[primes](n)
     ctx = put(rns.make_context(ps, n))

@@ -46,8 +46,11 @@ class RNSContext:
       psi:         uint32[T, N]  psi^brev(k): forward twiddles (psi a primitive 2N-th root)
       psi_shoup:   uint32[T, N]
       psi_rows:    uint32[T, 2N] at N = 2^16, else uint32[T, 0]: psi[256:] and psi_shoup[256:]
-                   interleaved in the order the GPU's single-pass forward NTT holds its row
-                   phase's twiddles (ntt_row_tables), so that it loads them in one copy
+                   interleaved (and a zero pair per 256) in the order the GPU's single-pass
+                   forward NTT holds its row phase's twiddles (ntt_row_tables), so that it
+                   loads them in one copy per limb change. Derived from psi: contexts come
+                   from make_context (a psi_rows that does not match psi gives wrong GPU
+                   results at N = 2^16).
       ipsi:        uint32[T, N]  psi^-brev(k): inverse twiddles
       ipsi_shoup:  uint32[T, N]
       n_inv:       uint32[T]     N^-1 mod q
