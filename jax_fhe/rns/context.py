@@ -158,15 +158,16 @@ def make_context(primes: Sequence[int], n: int) -> RNSContext:
         n_inv.append(pow(n, -1, q))
         neg_qinv.append((-pow(q, -1, 1 << 32)) % (1 << 32))
         r2.append((1 << 64) % q)
+    tabs = {k: np.stack(v) for k, v in cols.items()}  # uint32[T, N] each
     return RNSContext(
         moduli=device_u32(primes),
         neg_qinv=device_u32(neg_qinv),
         r2=device_u32(r2),
-        psi=device_u32(np.stack(cols["psi"])),
-        psi_shoup=device_u32(np.stack(cols["psi_shoup"])),
-        psi_rows=device_u32(ntt_row_tables(np.stack(cols["psi"]), np.stack(cols["psi_shoup"]))),
-        ipsi=device_u32(np.stack(cols["ipsi"])),
-        ipsi_shoup=device_u32(np.stack(cols["ipsi_shoup"])),
+        psi=device_u32(tabs["psi"]),
+        psi_shoup=device_u32(tabs["psi_shoup"]),
+        psi_rows=device_u32(ntt_row_tables(tabs["psi"], tabs["psi_shoup"])),
+        ipsi=device_u32(tabs["ipsi"]),
+        ipsi_shoup=device_u32(tabs["ipsi_shoup"]),
         n_inv=device_u32(n_inv),
         n_inv_shoup=device_u32(shoup(n_inv, primes)),
         primes=primes,
