@@ -37,11 +37,13 @@
 // Status (benchmarks/RESULTS.md, sessions 17-28): the default for launches of >= 128 polynomials
 // (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
-// forward / inverse: batch 16 230.8-233.4 / 223.1-225.7 us (59.4-60.6 / 61.4-62% of copy, two
-// H100s), batch 64 854.5-858.7 / 830.3-840.1 (session 28: the forward's row tables as bulk
-// copies, against 237.6-238.1 and 865.8-874.3 forward before). Session 26 (the prologue waits
-// for less): 238.7-240.6 / 224.7-225.2 against 239.5-240.5 / 231.3 for session 25's build;
-// then the forward's clusters and its tail ended within about 2 us of each other. Session 25 (the inverse computes its row tables): 239.5-239.7 /
+// forward / inverse: batch 16 230.8-233.4 / 223.1-225.7 us (56.8-57.1 / 58.7-59.0% of the copy's
+// device-time bandwidth, session 29; 59.4-60.6 / 61.4-62% of its wall-time one, two H100s),
+// batch 64 854.5-858.7 / 830.3-840.1 (session 28: the forward's row tables as bulk copies,
+// against 237.6-238.1 and 865.8-874.3 forward before). Session 26 (the prologue waits for
+// less): 238.7-240.6 / 224.7-225.2 against 239.5-240.5 / 231.3 for session 25's build; then the
+// forward's clusters and its tail ended within about 2 us of each other. Session 25 (the inverse
+// computes its row tables): 239.5-239.7 /
 // 230.7-231.3; session 22 without the tail 251.6-252.9 / 249.4-250.4; batch 128 1726.4 /
 // 1705.5 (62.9 / 63.7%, session 22); a fixed cost per launch of about 27 us (a
 // 13 us prologue, twiddle reloads, drain); against 335-339 / 340-342 for the two-phase
@@ -100,6 +102,12 @@
 // thread 0 then a part barrier, or after the cp.async wait, lost 17-29 us at batch 64 to their
 // loops' schedules (the kept build has both paths); an L2 prefetch of the next limb's slab two
 // items ahead was 5 us slower at batch 16; the bulk copy without its fence.proxy.async no faster.
+// Session 29 (RESULTS.md): the start's cluster barrier split around the prologue (forward only:
+// as fast; in the inverse a race, that barrier also publishes compute_tw_row's table), the end's
+// relaxed, the first row table issued later or computed (1.4 us structurally, but each build's
+// loop drew a slower schedule), the prefetch's addresses as compile-time strides (32 fewer loop
+// instructions, 5 us slower), and the output's stores deferred past the next round 2 (9 us
+// slower); round 2's fence.proxy.async is needed (without it the check fails) and costs nothing.
 //
 // Shared-memory layouts (32-bit words; bank-conflict-free for every access below):
 //   column tile [256][S]: S = 32: (r, c) at 32 r + (c ^ 16 (r & 1)); S = 16: rows r and r ^ 1
