@@ -7,15 +7,28 @@
 #       bash scripts/ks_variants.sh ""
 #   NTT_BATCHES=16 bash scripts/gpu_prebuilt.sh bash scripts/ab_kernels.sh \
 #       bench_out/quarters.so,bench_out/direct.so 2 bash scripts/ntt_variants.sh ""
+# An entry ending in .tar.xz stands for every .so in that archive (the carry limit, 64 MiB, holds
+# four builds; an xz archive of similar builds about two more each: session 29 carried seven in 28 MB):
+#   tar cJf bench_out/pack.tar.xz -C bench_out a.so b.so c.so
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bases=$1 rounds=$2
 shift 2
+list=""
+for b in ${bases//,/ }; do
+  if [[ $b == *.tar.xz ]]; then
+    dir=$(mktemp -d)
+    tar xJf "$b" -C "$dir" || exit 2
+    list="$list $(ls "$dir"/*.so | tr '\n' ' ')"
+  else
+    list="$list $b"
+  fi
+done
 so=$(ls jax_fhe/_kernels*.so)
 keep=$(mktemp)
 cp "$so" "$keep"
 for r in $(seq "$rounds"); do
-  for b in new ${bases//,/ }; do
+  for b in new $list; do
     if [ "$b" = new ]; then v=new; cp "$keep" "$so"; else v=$(basename "$b" .so); cp "$b" "$so"; fi
     echo "##### round $r: $v"
     AB_BUILD=$v AB_ROUND=$r "$@"  # the command can name its logs after them
