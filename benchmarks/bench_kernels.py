@@ -97,10 +97,16 @@ def _measure(label, op, inputs, nbytes, bw, trace, **fields):
     return row
 
 
-def copy_bandwidth(device, nbytes: int) -> float:
-    """Bytes per second (read + write) of a jitted ``x + 1`` over ``nbytes``, by wall time."""
+def _copy(device, nbytes: int):
+    """The copy the fractions are read against: a jitted ``x + 1`` and its uint32 input of
+    ``nbytes``."""
     x = jax.device_put(jnp.arange(nbytes // 4, dtype=jnp.uint32), device)
-    f = jax.jit(lambda v: v + jnp.uint32(1))
+    return jax.jit(lambda v: v + jnp.uint32(1)), x
+
+
+def copy_bandwidth(device, nbytes: int) -> float:
+    """Bytes per second (read + write) of the copy over ``nbytes``, by wall time."""
+    f, x = _copy(device, nbytes)
     t = _time_calls(f, [x], calls=10)
     return 2 * nbytes / t
 
@@ -108,8 +114,7 @@ def copy_bandwidth(device, nbytes: int) -> float:
 def copy_bandwidth_device(device, nbytes: int, trace: str, runs: int = 5) -> float | None:
     """The same copy's bandwidth by device time: the median over ``runs`` traced calls of the
     time its kernels ran (None if the trace has no GPU kernels)."""
-    x = jax.device_put(jnp.arange(nbytes // 4, dtype=jnp.uint32), device)
-    f = jax.jit(lambda v: v + jnp.uint32(1))
+    f, x = _copy(device, nbytes)
     jax.block_until_ready(f(x))
     busy = [trace_kernels(f, [x], f"{trace}/copy_{i}").busy for i in range(runs)]
     busy = [b for b in busy if b > 0]

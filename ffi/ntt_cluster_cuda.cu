@@ -399,10 +399,9 @@ struct ItemCursor {
 // With the context's psi_rows (Tables::tw_rows: the host lays each table row out in tw_row's
 // order, so a part's rows are contiguous) one thread issues them as one bulk copy counted on
 // row_bar (issue_tw_row), once every reader of the old table is past a barrier; without them
-// (tables passed to the FFI without psi_rows) every thread copies its slot of every
+// (Tables::tw_rows null: see row_tables in ntt_cuda.cu) every thread copies its slot of every
 // (kThreads / 256)-th row from psi with cp.async (gather_tw_row: 32 four-byte copies per
-// thread), in the loop's P4 commit
-// group. At L = 48, batch 16 the copies took 3.6-3.9 us of the iteration that issued them, twice
+// thread), in the loop's P4 commit group. At L = 48, batch 16 the copies took 3.6-3.9 us of the iteration that issued them, twice
 // per launch (session 27 timeline); the bulk copy saved 5-6 us of the launch on the same build
 // (session 28). (The forward computing its table as the inverse does, compute_tw_row, made the
 // hot loop slower per item; session 25.)
@@ -1069,14 +1068,6 @@ bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* sr
       cc_major() < 9)
     return false;
   if (mode == -1 && s.polys < kAutoMinPolys) return false;
-  // JAX_FHE_NTT_ROW_BULK=0: the forward gathers its row tables from psi even where the tables
-  // carry psi_rows (to compare the two; session 28)
-  static const bool bulk_rows = tuning_int("JAX_FHE_NTT_ROW_BULK", 1) != 0;
-  if (!inverse && !bulk_rows && t.tw_rows) {
-    Tables gather = t;
-    gather.tw_rows = nullptr;
-    return run_ntt_cluster(stream, s, src, dst, gather, inverse, lazy);
-  }
   if (mode == -1 || mode == 2)
     return inverse ? run_cluster<16, 2, true>(stream, s, src, dst, t) : run_cluster<16, 2, false>(stream, s, src, dst, t);
   if (mode == 16)

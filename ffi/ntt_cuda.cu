@@ -649,9 +649,12 @@ ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
 }
 
 // The forward's row tables (check_ntt_row_tables) for Tables::tw_rows: null where empty or not
-// 16-byte aligned (the bulk copy's source; XLA's buffers are), so that the kernel gathers them.
+// 16-byte aligned (the bulk copy's source; XLA's buffers are), so that the cluster kernel gathers
+// them from tw and tw_shoup instead. JAX_FHE_NTT_ROW_BULK=0 makes it gather always (to compare the
+// two paths; session 28).
 const uint32_t* row_tables(ffi::Buffer<ffi::U32>& tw_rows) {
-  const uint32_t* p = tw_rows.element_count() ? tw_rows.typed_data() : nullptr;
+  static const bool bulk = tuning_int("JAX_FHE_NTT_ROW_BULK", 1) != 0;
+  const uint32_t* p = bulk && tw_rows.element_count() ? tw_rows.typed_data() : nullptr;
   return reinterpret_cast<uintptr_t>(p) % 16 == 0 ? p : nullptr;
 }
 
