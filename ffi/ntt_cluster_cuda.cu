@@ -1049,6 +1049,280 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
   return true;
 }
 
+
+// ---- The role-split forward (JAX_FHE_NTT_CLUSTER=3, being measured): the same 16 slices on
+// clusters of 8 CTAs, but each CTA's first half runs the column phase (rounds A, B) of slices
+// 2 k and 2 k + 1 and its second half the row phase (rounds C, D) of rows slices 2 k, 2 k + 1,
+// so that the halves work out of step (the row half one item behind) and one half's waits can
+// be filled with the other's butterflies. The column halves send their blocks by TMA as the
+// bulk forward does; the row halves tell them when a mid buffer is free again (freed[]) and when
+// an in buffer's blocks have landed (sent[]).
+struct SplitSmem {
+  static constexpr int kSliceWords = kN / 16;
+  uint64_t full[2];   // row half: mid[b] holds its item (both slices: 32 KB)
+  uint64_t sent[2];   // column half: every row half has received in[b]'s blocks (8 arrivals)
+  uint64_t freed[2];  // column half: every row half is done reading mid[b] (8 arrivals)
+  uint64_t row_bar;   // row half: tw_row's bulk copy has landed
+  uint64_t pad;
+  uint32_t in[2][2][kSliceWords];   // column half: [buffer][slice]
+  uint32_t mid[2][2][kSliceWords];  // row half: [buffer][slice]
+  uint32_t tw_row[2 * 16 * kTwRowWords];
+  uint32_t tw_col[2][kTwRowWords];
+  int limb_row[kMaxLimbSpan];
+  uint32_t limb_q[kMaxLimbSpan];
+};
+static_assert(offsetof(SplitSmem, in) % 16 == 0 && offsetof(SplitSmem, mid) % 16 == 0 &&
+                  offsetof(SplitSmem, tw_row) % 16 == 0, "16-byte aligned bulk-copy buffers");
+
+__global__ void __launch_bounds__(512, 1)
+    ntt_split_kernel(const uint32_t* src, uint32_t* dst, Tables t, int64_t polys, int64_t batch) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using G = Cluster<16, 2>;
+  constexpr int S = 16, kThreads = 256;
+  constexpr uint32_t kMid = G::kMidBytes;  // one slice's tile: 16 KB
+  extern __shared__ __align__(16) uint32_t smem_words[];
+  SplitSmem& sm = *reinterpret_cast<SplitSmem*>(smem_words);
+  const bool row_half = threadIdx.x >= kThreads;
+  const int tid = static_cast<int>(threadIdx.x) & (kThreads - 1);
+  const int cta = static_cast<int>(cluster_rank());  // slices 2 cta, 2 cta + 1
+  const int64_t clusters = gridDim.x / 8, cid = blockIdx.x / 8;
+  allow_dependents();
+  const int64_t first = cid * polys / clusters;
+  const int n = static_cast<int>((cid + 1) * polys / clusters - first);
+  if (n == 0) return;
+
+  const int limb0 = static_cast<int>(first / batch);
+  const int span = static_cast<int>((first + n - 1) / batch) - limb0 + 1;
+  for (int k = threadIdx.x; k < span; k += 2 * kThreads) {
+    const int row = t.rows[limb0 + k];
+    sm.limb_row[k] = row, sm.limb_q[k] = t.moduli[row];
+  }
+  if (threadIdx.x == 0) {
+    mbar_init(&sm.full[0], 1), mbar_init(&sm.full[1], 1);
+    mbar_init(&sm.sent[0], 8), mbar_init(&sm.sent[1], 8);
+    mbar_init(&sm.freed[0], 8), mbar_init(&sm.freed[1], 8);
+    mbar_init(&sm.row_bar, 1);
+    mbar_init_fence();
+    mbar_expect(&sm.full[0], 2 * kMid);
+    if (n > 1) mbar_expect(&sm.full[1], 2 * kMid);
+  }
+  __syncthreads();
+  ItemCursor ahead = {first % batch, 0};
+  auto take = [&]() {
+    const WorkItem w = ahead.item(limb0, t.limbs, sm.limb_row, sm.limb_q);
+    ahead.advance(batch);
+    return w;
+  };
+  auto half_sync = [row_half]() {
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + static_cast<int>(row_half)), "n"(kThreads) : "memory");
+  };
+  WorkItem cur = take();
+  WorkItem nxt = n > 1 ? take() : cur;
+
+  if (!row_half) {
+    // ---------------------------------------------------------------- column half
+    const int col = tid % S, g = tid / S;  // owned column, row group = the owner slice of rows 16 g ..
+    int off_a[2], off_b[2], stage_off[2][2];
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+      off_a[p] = G::col_tile(g + 16 * p, col) - 16 * S * p;
+      off_b[p] = G::col_tile(16 * g + p, col) - S * p;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int rank = 2 * cta + j;
+        stage_off[j][p] = G::bulk_tile(g & 1, p, S * rank + col) - 256 * rank - 16 * p;
+      }
+    }
+    const uint32_t remote_mid = map_rank(&sm.mid[0][g & 1][0], static_cast<uint32_t>(g >> 1));
+    const uint32_t remote_full = map_rank(&sm.full[0], static_cast<uint32_t>(g >> 1));
+    auto prefetch = [&](int64_t poly, int b) {
+      const uint32_t* p = src + poly * kN;
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const int chunk = tid + u * kThreads, r = chunk / (S / 4), c = 4 * (chunk % (S / 4));
+          copy_async<16>(sm.in[b][j] + G::col_tile(r, c), p + r * kSide + S * (2 * cta + j) + c);
+        }
+    };
+    int col_tab0 = -1, col_tab1 = -1;
+    auto issue_col = [&](int b, int row) {
+      if ((b ? col_tab1 : col_tab0) == row) return;
+      issue_tw_col<16, false>(sm.tw_col[b], nullptr, t, row, tid);
+      if (b) col_tab1 = row; else col_tab0 = row;
+    };
+    auto col_slot_a = [](int t_, int m) { return (1 << t_) + m; };
+    auto col_slot_b = [&](int t_, int m) { return (16 << t_) + (g << t_) + m; };
+    prefetch(cur.poly, 0);
+    issue_col(0, cur.row);
+    copy_async_commit();
+    cluster_sync_all();  // every CTA's barriers are initialised before any remote operation
+    for (int i = 0; i < n; ++i) {
+      const int b = i & 1;
+      copy_async_wait<0>();  // item i's slices and column table
+      half_sync();           // ... visible to all; every thread is done with item i - 1
+      if (i + 1 < n) {
+        if (i >= 1) mbar_wait(&sm.sent[b ^ 1], ((i - 1) >> 1) & 1);  // in[b ^ 1]'s blocks landed
+        prefetch(nxt.poly, b ^ 1);
+        issue_col(b ^ 1, nxt.row);
+      }
+      copy_async_commit();
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {  // round A, in place
+        uint32_t x[16];
+        uint32_t* tile = sm.in[b][j];
+#pragma unroll
+        for (int e = 0; e < 16; ++e) x[e] = tile[off_a[e & 1] + 16 * S * e];
+        radix16<false, false, true>(x, cur.q, sm.tw_col[b], col_slot_a);
+#pragma unroll
+        for (int e = 0; e < 16; ++e) tile[off_a[e & 1] + 16 * S * e] = x[e];
+      }
+      half_sync();
+      if (i >= 2) mbar_wait(&sm.freed[b], ((i - 2) >> 1) & 1);  // the owners are done with item i - 2
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {  // round B, then the blocks to their owners
+        uint32_t x[16];
+        uint32_t* tile = sm.in[b][j];
+#pragma unroll
+        for (int e = 0; e < 16; ++e) x[e] = tile[off_b[e & 1] + S * e];
+        radix16<false>(x, cur.q, sm.tw_col[b], col_slot_b);
+        uint32_t* blk = tile + 16 * S * g;
+        __syncwarp();
+#pragma unroll
+        for (int e = 0; e < 16; ++e) blk[stage_off[j][e & 1] + 16 * e] = x[e];
+        fence_proxy_async_smem();
+        __syncwarp();
+        if (col == 0)
+          bulk_copy_remote(remote_mid + b * 2 * kMid + G::kBlockBytes * static_cast<uint32_t>(2 * cta + j), blk,
+                           G::kBlockBytes, remote_full + 8 * b);
+      }
+      cur = nxt;
+      if (i + 2 < n) nxt = take();
+    }
+  } else {
+    // ---------------------------------------------------------------- row half
+    const int rho = tid >> 4, s = tid & 15;  // slice j: row rho ^ j (so both slices share offsets)
+    int off_c[8], off_d[4];
+#pragma unroll
+    for (int h = 0; h < 8; ++h) off_c[h] = G::bulk_tile(0, rho, s + 16 * h);
+#pragma unroll
+    for (int v = 0; v < 4; ++v) off_d[v] = G::bulk_tile(0, rho, 16 * s + 4 * v);
+    auto row_slot_c = [](int t_, int m) { return (1 << t_) + m; };
+    auto row_slot_d = [&](int t_, int m) { return tw_row_slot(t_ + 4, (s << t_) + m); };
+    int row_tab = cur.row;
+    uint32_t row_phase = 0;
+    bool row_due = true;
+    auto issue_rows = [&](int row) {  // both slices' 32 rows: 64 KB, contiguous in tw_rows
+      constexpr uint32_t kBytes = sizeof(uint32_t) * 2 * S * kTwRowWords;
+      fence_proxy_async_smem();
+      mbar_expect(&sm.row_bar, kBytes);
+      bulk_load(sm.tw_row, t.tw_rows + (static_cast<int64_t>(row) << (kLogN + 1)) + cta * (kBytes / 4), kBytes,
+                &sm.row_bar);
+    };
+    if (tid == 0) issue_rows(cur.row);
+    cluster_sync_all();
+    for (int i = 0; i < n; ++i) {
+      const int b = i & 1;
+      mbar_wait(&sm.full[b], (i >> 1) & 1);
+      if (tid == 0 && i + 2 < n) mbar_expect(&sm.full[b], 2 * kMid);
+      if (tid < 8) mbar_arrive_remote(map_rank(&sm.sent[b], static_cast<uint32_t>(tid)));
+      if (row_due) {
+        mbar_wait(&sm.row_bar, row_phase);
+        row_phase ^= 1;
+        row_due = false;
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {  // round C, in place
+        uint32_t x[16];
+        uint32_t* tile = sm.mid[b][j];
+        const uint32_t* twr = sm.tw_row + (S * j + (rho ^ j)) * kTwRowWords;
+#pragma unroll
+        for (int e = 0; e < 16; ++e) x[e] = tile[off_c[e & 7] + 2048 * (e >> 3)];
+        radix16<false>(x, cur.q, twr, row_slot_c);
+#pragma unroll
+        for (int e = 0; e < 16; ++e) tile[off_c[e & 7] + 2048 * (e >> 3)] = x[e];
+      }
+      __syncwarp();  // rounds C and D exchange within a row, whose 16 threads are in one warp
+      uint32_t* out = dst + cur.poly * kN;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {  // round D, staged, to dst
+        uint32_t x[16];
+        uint32_t* tile = sm.mid[b][j];
+        const uint32_t* twr = sm.tw_row + (S * j + (rho ^ j)) * kTwRowWords;
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+          const uint4 u = *reinterpret_cast<const uint4*>(tile + off_d[v]);
+          x[4 * v] = u.x, x[4 * v + 1] = u.y, x[4 * v + 2] = u.z, x[4 * v + 3] = u.w;
+        }
+        radix16<false>(x, cur.q, twr, row_slot_d);
+        const uint32_t two_q = register_two_q(cur.q);
+#pragma unroll
+        for (int e = 0; e < 16; ++e) x[e] = csub(csub(x[e], two_q), cur.q);
+#pragma unroll
+        for (int v = 0; v < 4; ++v)
+          *reinterpret_cast<uint4*>(tile + off_d[v]) = make_uint4(x[4 * v], x[4 * v + 1], x[4 * v + 2], x[4 * v + 3]);
+        __syncwarp();
+        const int lane = tid & 31, r0 = tid >> 5 << 1;
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const int r = r0 + (u >> 1), c = 4 * lane + 128 * (u & 1);
+          *reinterpret_cast<uint4*>(out + (S * (2 * cta + j) + r) * kSide + c) =
+              *reinterpret_cast<const uint4*>(tile + G::bulk_tile(j, r, c));
+        }
+      }
+      half_sync();  // every row thread is done reading mid[b] and tw_row
+      if (tid < 8 && i + 2 < n) mbar_arrive_remote(map_rank(&sm.freed[b], static_cast<uint32_t>(tid)));
+      if (i + 1 < n && nxt.row != row_tab) {
+        if (tid == 0) issue_rows(nxt.row);
+        row_tab = nxt.row;
+        row_due = true;
+      }
+      cur = nxt;
+      if (i + 2 < n) nxt = take();
+    }
+  }
+  cluster_sync_all();  // no CTA leaves while data or arrivals of the cluster may be in flight
+#else
+  __trap();
+#endif
+}
+
+int64_t max_active_split_clusters() {
+  return per_device([](int) -> int64_t {
+    constexpr int smem = static_cast<int>(sizeof(SplitSmem));
+    if (cudaFuncSetAttribute(ntt_split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess)
+      return 0;
+    cudaLaunchAttribute attr[1];
+    cudaLaunchConfig_t cfg = cluster_config<16, 2, false>(1, nullptr, attr);
+    cfg.dynamicSmemBytes = smem;
+    int clusters = 0;
+    return cudaOccupancyMaxActiveClusters(&clusters, ntt_split_kernel, &cfg) == cudaSuccess ? clusters : 0;
+  });
+}
+
+bool run_split(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst, const Tables& t) {
+  if (!t.tw_rows) return false;
+  const int64_t fit = max_active_split_clusters();
+  if (fit <= 0) return false;
+  const int64_t clusters = std::min(fit, s.polys), batch = s.polys / s.limbs;
+  const int64_t free_sms = sm_count() - clusters * 8;
+  int64_t tail = clusters == fit && pdl_enabled() ? tail_polys(s.polys, batch, clusters, free_sms) : 0;
+  if (tail > 0 && !ntt_stream_tail(false, false, src, dst, s.polys - tail, tail, batch, t, free_sms, stream))
+    tail = 0;
+  const int64_t items = s.polys - tail;
+  const int64_t most = (items + clusters - 1) / clusters;
+  if ((most - 1) / batch + 2 > kMaxLimbSpan) return false;
+  cudaLaunchAttribute attr[1];
+  cudaLaunchConfig_t cfg = cluster_config<16, 2, false>(clusters, stream, attr);
+  cfg.dynamicSmemBytes = sizeof(SplitSmem);
+  if (cudaLaunchKernelEx(&cfg, ntt_split_kernel, src, dst, t, items, batch) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (tail > 0) ntt_stream_tail(false, true, src, dst, s.polys - tail, tail, batch, t, free_sms, stream);
+  return true;
+}
+
 }  // namespace
 
 // JAX_FHE_NTT_CLUSTER: unset, the default: where a launch has at least kAutoMinPolys
@@ -1064,11 +1338,12 @@ constexpr int64_t kAutoMinPolys = 128;
 bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                      const Tables& t, bool inverse, bool lazy) {
   static const int64_t mode = tuning_int("JAX_FHE_NTT_CLUSTER", -1);
-  if ((mode != -1 && mode != 1 && mode != 2 && mode != 8 && mode != 16) || !lazy || s.log_n != kLogN ||
+  if ((mode != -1 && mode != 1 && mode != 2 && mode != 3 && mode != 8 && mode != 16) || !lazy || s.log_n != kLogN ||
       cc_major() < 9)
     return false;
   if (mode == -1 && s.polys < kAutoMinPolys) return false;
-  if (mode == -1 || mode == 2)
+  if (mode == 3 && !inverse && run_split(stream, s, src, dst, t)) return true;
+  if (mode == -1 || mode == 2 || mode == 3)
     return inverse ? run_cluster<16, 2, true>(stream, s, src, dst, t) : run_cluster<16, 2, false>(stream, s, src, dst, t);
   if (mode == 16)
     return inverse ? run_cluster<16, 1, true>(stream, s, src, dst, t) : run_cluster<16, 1, false>(stream, s, src, dst, t);
