@@ -1068,12 +1068,191 @@ struct SplitSmem {
   uint32_t mid[2][2][kSliceWords];  // row half: [buffer][slice]
   uint32_t tw_row[2 * 16 * kTwRowWords];
   uint32_t tw_col[2][kTwRowWords];
+  uint32_t scale[2][4];       // inverse: N^-1 and tw[1] N^-1 with Shoup companions, by parity
+  uint32_t row_fac[256 + 2 * 8 * 16];  // inverse: compute_tw_row's pairs, then 32 rows' bases
   int limb_row[kMaxLimbSpan];
   uint32_t limb_q[kMaxLimbSpan];
 };
 static_assert(offsetof(SplitSmem, in) % 16 == 0 && offsetof(SplitSmem, mid) % 16 == 0 &&
                   offsetof(SplitSmem, tw_row) % 16 == 0, "16-byte aligned bulk-copy buffers");
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The inverse's compute_tw_row factors of table row `row` for both row slices of CTA `cta`:
+// pairs 0..127, then the bases of rows 32 cta .. 32 cta + 31 (8 each). Not inlined, like the
+// other code that runs at limb changes only.
+__device__ __noinline__ void split_stage_row_factors(uint32_t* fac, const Tables& t, int row, int cta, int tid) {
+  const uint32_t* tw = t.tw + static_cast<int64_t>(row) * kN;
+  const uint32_t* tws = t.tw_shoup + static_cast<int64_t>(row) * kN;
+  issue_table_pairs<16>(fac, tw, tws, 128, tid);
+  issue_row_bases<16>(fac + 256, tw, 2 * cta, tid);
+  issue_row_bases<16>(fac + 384, tw, 2 * cta + 1, tid);
+}
+
+// The inverse's first phase (rounds D, C of row slices 2 cta, 2 cta + 1), sent by st.async to the
+// column halves that own each element's column.
+template <typename Take, typename Sync>
+__device__ __forceinline__ void split_inverse_rows(SplitSmem& sm, const uint32_t* src, const Tables& t, int n,
+                                                   int cta, int tid, WorkItem cur, WorkItem nxt, Take& take,
+                                                   Sync half_sync) {
+  using G = Cluster<16, 2>;
+  constexpr int S = 16, kThreads = 256;
+  constexpr uint32_t kMid = G::kMidBytes;
+  const int rho = tid >> 4, s = tid & 15;  // owned row (in both slices), thread within the row
+  int off_c[8], off_d[4];
+#pragma unroll
+  for (int h = 0; h < 8; ++h) off_c[h] = G::row_tile(rho, s + 16 * h);
+#pragma unroll
+  for (int v = 0; v < 4; ++v) off_d[v] = G::row_tile(rho, 16 * s + 4 * v);
+  // element e (column s + 16 e) goes to column slice e: the column half of CTA e / 2, its
+  // mid[.][e % 2], column-tile row 16 (2 cta + j) + rho, column s
+  const uint32_t mid0 = map_rank(&sm.mid[0][0][0], 0);
+  const uint32_t rank_stride = map_rank(&sm.mid[0][0][0], 1) - mid0;
+  const uint32_t full_delta = smem_addr(&sm.full[0]) - smem_addr(&sm.mid[0][0][0]);
+  uint32_t remote_off[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) remote_off[j] = 4u * static_cast<uint32_t>(G::col_tile(S * (2 * cta + j) + rho, s));
+  constexpr int kRowStep = kThreads / 64;
+  const int in_tile = G::row_tile(tid >> 6, 4 * (tid & 63));
+  auto prefetch = [&](int64_t poly, int b) {
+    const uint32_t* p = src + poly * kN;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int in_poly = (S * (2 * cta + j) + (tid >> 6)) * kSide + 4 * (tid & 63);
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        copy_async<16>(sm.in[b][j] + in_tile + 256 * kRowStep * u, p + in_poly + kSide * kRowStep * u);
+    }
+  };
+  auto row_slot_c = [](int t_, int m) { return (1 << t_) + m; };
+  auto row_slot_d = [&](int t_, int m) { return tw_row_slot(t_ + 4, (s << t_) + m); };
+  int row_tab = -1, staged = cur.row;
+  split_stage_row_factors(sm.row_fac, t, cur.row, cta, tid);
+  prefetch(cur.poly, 0);
+  copy_async_commit();
+  cluster_sync_all();
+  for (int i = 0; i < n; ++i) {
+    const int b = i & 1;
+    copy_async_wait<0>();  // item i's slices (and its row's factors where new)
+    half_sync();           // ... visible to all; every thread is done with item i - 1
+    if (row_tab != cur.row) {
+      compute_tw_row<16>(sm.tw_row, sm.row_fac, sm.row_fac + 256, cur.q, tid);
+      compute_tw_row<16>(sm.tw_row + S * kTwRowWords, sm.row_fac, sm.row_fac + 384, cur.q, tid);
+      row_tab = cur.row;
+      half_sync();
+    }
+    if (i + 1 < n) {
+      prefetch(nxt.poly, b ^ 1);
+      if (staged != nxt.row) split_stage_row_factors(sm.row_fac, t, nxt.row, cta, tid), staged = nxt.row;
+    }
+    copy_async_commit();
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {  // round D, in place
+      uint32_t x[16];
+      uint32_t* tile = sm.in[b][j];
+      const uint32_t* twr = sm.tw_row + (S * j + rho) * kTwRowWords;
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        const uint4 u = *reinterpret_cast<const uint4*>(tile + off_d[v]);
+        x[4 * v] = u.x, x[4 * v + 1] = u.y, x[4 * v + 2] = u.z, x[4 * v + 3] = u.w;
+      }
+      radix16<true>(x, cur.q, twr, row_slot_d);
+#pragma unroll
+      for (int v = 0; v < 4; ++v)
+        *reinterpret_cast<uint4*>(tile + off_d[v]) = make_uint4(x[4 * v], x[4 * v + 1], x[4 * v + 2], x[4 * v + 3]);
+    }
+    __syncwarp();  // rounds D and C exchange within a row, whose 16 threads are in one warp
+    if (i >= 2) mbar_wait(&sm.freed[b], ((i - 2) >> 1) & 1);  // the owners are done with item i - 2
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {  // round C, to the owners
+      uint32_t x[16];
+      const uint32_t* tile = sm.in[b][j];
+      const uint32_t* twr = sm.tw_row + (S * j + rho) * kTwRowWords;
+#pragma unroll
+      for (int e = 0; e < 16; ++e) x[e] = tile[off_c[e & 7] + 128 * (e >> 3)];
+      radix16<true>(x, cur.q, twr, row_slot_c);
+#pragma unroll
+      for (int e = 0; e < 16; ++e) {
+        const uint32_t base = mid0 + static_cast<uint32_t>(e >> 1) * rank_stride;
+        store_async(base + (2 * b + (e & 1)) * kMid + remote_off[j], x[e], base + full_delta + 8 * b);
+      }
+    }
+    cur = nxt;
+    if (i + 2 < n) nxt = take();
+  }
+}
+
+// The inverse's second phase (rounds B, A with the N^-1 scaling, of column slices 2 cta, 2 cta + 1)
+// and the output.
+template <typename Take, typename Sync>
+__device__ __forceinline__ void split_inverse_columns(SplitSmem& sm, uint32_t* dst, const Tables& t, int n,
+                                                      int cta, int tid, WorkItem cur, WorkItem nxt, Take& take,
+                                                      Sync half_sync) {
+  using G = Cluster<16, 2>;
+  constexpr int S = 16;
+  constexpr uint32_t kMid = G::kMidBytes;
+  const int col = tid % S, g = tid / S;
+  int off_a[2], off_b[2];
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {
+    off_a[p] = G::col_tile(g + 16 * p, col) - 16 * S * p;
+    off_b[p] = G::col_tile(16 * g + p, col) - S * p;
+  }
+  auto col_slot_a = [](int t_, int m) { return (1 << t_) + m; };
+  auto col_slot_b = [&](int t_, int m) { return (16 << t_) + (g << t_) + m; };
+  int col_tab0 = -1, col_tab1 = -1;
+  bool due0 = false, due1 = false;
+  auto issue_col = [&](int b, int row) {
+    if ((b ? col_tab1 : col_tab0) == row) return;
+    issue_tw_col_inverse<16>(sm.tw_col[b], sm.scale[b], t, row, tid);
+    if (b) col_tab1 = row, due1 = true; else col_tab0 = row, due0 = true;
+  };
+  issue_col(0, cur.row);
+  copy_async_commit();
+  cluster_sync_all();
+  for (int i = 0; i < n; ++i) {
+    const int b = i & 1;
+    copy_async_wait<0>();  // item i's column table
+    half_sync();           // ... visible to all; every thread is done with item i - 1
+    if (i >= 1 && i + 1 < n && tid < 8)  // mid[b ^ 1] (item i - 1) is free for item i + 1
+      mbar_arrive_remote(map_rank(&sm.freed[b ^ 1], static_cast<uint32_t>(tid)));
+    if (b ? due1 : due0) {  // (read by round A, after the barrier below)
+      if (tid == 0) finish_scale(sm.scale[b], sm.tw_col[b], cur.q);
+      if (b) due1 = false; else due0 = false;
+    }
+    if (i + 1 < n) issue_col(b ^ 1, nxt.row);
+    copy_async_commit();
+    mbar_wait(&sm.full[b], (i >> 1) & 1);
+    if (tid == 0 && i + 2 < n) mbar_expect(&sm.full[b], 2 * kMid);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {  // round B, in place
+      uint32_t x[16];
+      uint32_t* tile = sm.mid[b][j];
+#pragma unroll
+      for (int e = 0; e < 16; ++e) x[e] = tile[off_b[e & 1] + S * e];
+      radix16<true>(x, cur.q, sm.tw_col[b], col_slot_b);
+#pragma unroll
+      for (int e = 0; e < 16; ++e) tile[off_b[e & 1] + S * e] = x[e];
+    }
+    half_sync();  // rounds B and A exchange within a column, across warps
+    uint32_t* out = dst + cur.poly * kN;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {  // round A with N^-1, to dst
+      uint32_t x[16];
+      const uint32_t* tile = sm.mid[b][j];
+#pragma unroll
+      for (int e = 0; e < 16; ++e) x[e] = tile[off_a[e & 1] + 16 * S * e];
+      radix16<true, true>(x, cur.q, sm.tw_col[b], col_slot_a, sm.scale[b]);
+      uint32_t* o = out + g * kSide + S * (2 * cta + j) + col;
+#pragma unroll
+      for (int e = 0; e < 16; ++e) o[16 * e * kSide] = x[e];
+    }
+    cur = nxt;
+    if (i + 2 < n) nxt = take();
+  }
+}
+#endif
+
+template <bool INVERSE>
 __global__ void __launch_bounds__(512, 1)
     ntt_split_kernel(const uint32_t* src, uint32_t* dst, Tables t, int64_t polys, int64_t batch) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -1119,7 +1298,10 @@ __global__ void __launch_bounds__(512, 1)
   WorkItem cur = take();
   WorkItem nxt = n > 1 ? take() : cur;
 
-  if (!row_half) {
+  if constexpr (INVERSE) {
+    if (!row_half) split_inverse_rows(sm, src, t, n, cta, tid, cur, nxt, take, half_sync);
+    else split_inverse_columns(sm, dst, t, n, cta, tid, cur, nxt, take, half_sync);
+  } else if (!row_half) {
     // ---------------------------------------------------------------- column half
     const int col = tid % S, g = tid / S;  // owned column, row group = the owner slice of rows 16 g ..
     int off_a[2], off_b[2], stage_off[2][2];
@@ -1287,27 +1469,29 @@ __global__ void __launch_bounds__(512, 1)
 #endif
 }
 
+template <bool INVERSE>
 int64_t max_active_split_clusters() {
   return per_device([](int) -> int64_t {
     constexpr int smem = static_cast<int>(sizeof(SplitSmem));
-    if (cudaFuncSetAttribute(ntt_split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess)
+    if (cudaFuncSetAttribute(ntt_split_kernel<INVERSE>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess)
       return 0;
     cudaLaunchAttribute attr[1];
     cudaLaunchConfig_t cfg = cluster_config<16, 2, false>(1, nullptr, attr);
     cfg.dynamicSmemBytes = smem;
     int clusters = 0;
-    return cudaOccupancyMaxActiveClusters(&clusters, ntt_split_kernel, &cfg) == cudaSuccess ? clusters : 0;
+    return cudaOccupancyMaxActiveClusters(&clusters, ntt_split_kernel<INVERSE>, &cfg) == cudaSuccess ? clusters : 0;
   });
 }
 
+template <bool INVERSE>
 bool run_split(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst, const Tables& t) {
-  if (!t.tw_rows) return false;
-  const int64_t fit = max_active_split_clusters();
+  if (!INVERSE && !t.tw_rows) return false;
+  const int64_t fit = max_active_split_clusters<INVERSE>();
   if (fit <= 0) return false;
   const int64_t clusters = std::min(fit, s.polys), batch = s.polys / s.limbs;
   const int64_t free_sms = sm_count() - clusters * 8;
   int64_t tail = clusters == fit && pdl_enabled() ? tail_polys(s.polys, batch, clusters, free_sms) : 0;
-  if (tail > 0 && !ntt_stream_tail(false, false, src, dst, s.polys - tail, tail, batch, t, free_sms, stream))
+  if (tail > 0 && !ntt_stream_tail(INVERSE, false, src, dst, s.polys - tail, tail, batch, t, free_sms, stream))
     tail = 0;
   const int64_t items = s.polys - tail;
   const int64_t most = (items + clusters - 1) / clusters;
@@ -1315,11 +1499,11 @@ bool run_split(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = cluster_config<16, 2, false>(clusters, stream, attr);
   cfg.dynamicSmemBytes = sizeof(SplitSmem);
-  if (cudaLaunchKernelEx(&cfg, ntt_split_kernel, src, dst, t, items, batch) != cudaSuccess) {
+  if (cudaLaunchKernelEx(&cfg, ntt_split_kernel<INVERSE>, src, dst, t, items, batch) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
-  if (tail > 0) ntt_stream_tail(false, true, src, dst, s.polys - tail, tail, batch, t, free_sms, stream);
+  if (tail > 0) ntt_stream_tail(INVERSE, true, src, dst, s.polys - tail, tail, batch, t, free_sms, stream);
   return true;
 }
 
@@ -1342,7 +1526,8 @@ bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* sr
       cc_major() < 9)
     return false;
   if (mode == -1 && s.polys < kAutoMinPolys) return false;
-  if (mode == 3 && !inverse && run_split(stream, s, src, dst, t)) return true;
+  if (mode == 3 && (inverse ? run_split<true>(stream, s, src, dst, t) : run_split<false>(stream, s, src, dst, t)))
+    return true;
   if (mode == -1 || mode == 2 || mode == 3)
     return inverse ? run_cluster<16, 2, true>(stream, s, src, dst, t) : run_cluster<16, 2, false>(stream, s, src, dst, t);
   if (mode == 16)
