@@ -1062,8 +1062,7 @@ struct SplitSmem {
   uint64_t full[2];   // row half: mid[b] holds its item (both slices: 32 KB)
   uint64_t sent[2];   // column half: every row half has received in[b]'s blocks (8 arrivals)
   uint64_t freed[2];  // column half: every row half is done reading mid[b] (8 arrivals)
-  uint64_t row_bar;   // row half: tw_row's bulk copy has landed
-  uint64_t pad;
+  uint64_t pad[2];    // (in[] 16-byte aligned)
   uint32_t in[2][2][kSliceWords];   // column half: [buffer][slice]
   uint32_t mid[2][2][kSliceWords];  // row half: [buffer][slice]
   uint32_t tw_row[2 * 16 * kTwRowWords];
@@ -1280,7 +1279,6 @@ __global__ void __launch_bounds__(512, 1)
     mbar_init(&sm.full[0], 1), mbar_init(&sm.full[1], 1);
     mbar_init(&sm.sent[0], 8), mbar_init(&sm.sent[1], 8);
     mbar_init(&sm.freed[0], 8), mbar_init(&sm.freed[1], 8);
-    mbar_init(&sm.row_bar, 1);
     mbar_init_fence();
     mbar_expect(&sm.full[0], 2 * kMid);
     if (n > 1) mbar_expect(&sm.full[1], 2 * kMid);
@@ -1391,26 +1389,25 @@ __global__ void __launch_bounds__(512, 1)
     for (int v = 0; v < 4; ++v) off_d[v] = G::bulk_tile(0, rho, 16 * s + 4 * v);
     auto row_slot_c = [](int t_, int m) { return (1 << t_) + m; };
     auto row_slot_d = [&](int t_, int m) { return tw_row_slot(t_ + 4, (s << t_) + m); };
-    int row_tab = cur.row;
-    uint32_t row_phase = 0;
+    // The row tables are computed (compute_tw_row, as the inverse does) from factors staged one
+    // item ahead: the copied ones (psi_rows, 64 KB per CTA and row) were 3-6 us slower at L = 48,
+    // batch 16, mostly in the start's burst of loads (H100, session 30).
+    int row_tab = cur.row, staged = cur.row;
     bool row_due = true;
-    auto issue_rows = [&](int row) {  // both slices' 32 rows: 64 KB, contiguous in tw_rows
-      constexpr uint32_t kBytes = sizeof(uint32_t) * 2 * S * kTwRowWords;
-      fence_proxy_async_smem();
-      mbar_expect(&sm.row_bar, kBytes);
-      bulk_load(sm.tw_row, t.tw_rows + (static_cast<int64_t>(row) << (kLogN + 1)) + cta * (kBytes / 4), kBytes,
-                &sm.row_bar);
-    };
-    if (tid == 0) issue_rows(cur.row);
+    split_stage_row_factors(sm.row_fac, t, cur.row, cta, tid);
+    copy_async_commit();
     cluster_sync_all();
     for (int i = 0; i < n; ++i) {
       const int b = i & 1;
       mbar_wait(&sm.full[b], (i >> 1) & 1);
       if (tid == 0 && i + 2 < n) mbar_expect(&sm.full[b], 2 * kMid);
       if (tid < 8) mbar_arrive_remote(map_rank(&sm.sent[b], static_cast<uint32_t>(tid)));
-      if (row_due) {
-        mbar_wait(&sm.row_bar, row_phase);
-        row_phase ^= 1;
+      if (row_due) {  // (every reader of the old table is past the barrier at the end)
+        copy_async_wait<0>();
+        half_sync();
+        compute_tw_row<16>(sm.tw_row, sm.row_fac, sm.row_fac + 256, cur.q, tid);
+        compute_tw_row<16>(sm.tw_row + S * kTwRowWords, sm.row_fac, sm.row_fac + 384, cur.q, tid);
+        half_sync();
         row_due = false;
       }
 #pragma unroll
@@ -1455,7 +1452,11 @@ __global__ void __launch_bounds__(512, 1)
       half_sync();  // every row thread is done reading mid[b] and tw_row
       if (tid < 8 && i + 2 < n) mbar_arrive_remote(map_rank(&sm.freed[b], static_cast<uint32_t>(tid)));
       if (i + 1 < n && nxt.row != row_tab) {
-        if (tid == 0) issue_rows(nxt.row);
+        if (nxt.row != staged) {
+          split_stage_row_factors(sm.row_fac, t, nxt.row, cta, tid);
+          copy_async_commit();
+          staged = nxt.row;
+        }
         row_tab = nxt.row;
         row_due = true;
       }
@@ -1485,7 +1486,6 @@ int64_t max_active_split_clusters() {
 
 template <bool INVERSE>
 bool run_split(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst, const Tables& t) {
-  if (!INVERSE && !t.tw_rows) return false;
   const int64_t fit = max_active_split_clusters<INVERSE>();
   if (fit <= 0) return false;
   const int64_t clusters = std::min(fit, s.polys), batch = s.polys / s.limbs;
@@ -1526,9 +1526,10 @@ bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* sr
       cc_major() < 9)
     return false;
   if (mode == -1 && s.polys < kAutoMinPolys) return false;
-  if (mode == 3 && (inverse ? run_split<true>(stream, s, src, dst, t) : run_split<false>(stream, s, src, dst, t)))
+  if ((mode == -1 || mode == 3) &&
+      (inverse ? run_split<true>(stream, s, src, dst, t) : run_split<false>(stream, s, src, dst, t)))
     return true;
-  if (mode == -1 || mode == 2 || mode == 3)
+  if (mode == -1 || mode == 2 || mode == 3)  // (the split form refused: the halves form)
     return inverse ? run_cluster<16, 2, true>(stream, s, src, dst, t) : run_cluster<16, 2, false>(stream, s, src, dst, t);
   if (mode == 16)
     return inverse ? run_cluster<16, 1, true>(stream, s, src, dst, t) : run_cluster<16, 1, false>(stream, s, src, dst, t);

@@ -3,7 +3,7 @@ kernels (which test_ntt.py checks against the CPU and the Python reference), plu
 run as a script on the GPU machine (the kernel is chosen per process by JAX_FHE_NTT_CLUSTER, so
 each path runs in its own subprocess):
 
-    python tests/ntt_cluster_check.py [MODE ...]   (JAX_FHE_NTT_CLUSTER values; default 2 8 16)
+    python tests/ntt_cluster_check.py [MODE ...]   (JAX_FHE_NTT_CLUSTER values; default 2 3 8 16)
     python tests/ntt_cluster_check.py --save FILE [--against REF]
 
 The second form compares builds of the kernels module: one process on the default path over
@@ -16,7 +16,7 @@ cluster's range, repeated rows (twiddles kept across items), a new prime at ever
 twiddle reload in flight while the previous item computes), the issue's L = 48, batch 16, and a
 tail (the launch's last polynomials, run beside the clusters by the streamed kernel;
 JAX_FHE_NTT_TAIL sets its size) that starts inside a limb.
-Exits non-zero on any mismatch. test_cross_backend.py's "cluster-2", "cluster-8" and
+Exits non-zero on any mismatch. test_cross_backend.py's "cluster-2", "cluster-3", "cluster-8" and
 "cluster-16" variants are the pytest form (one shape, against the CPU). The first form took
 46 s for modes 2, 8 and 16 on an H100 (session 22; all shapes ok, tails included).
 """
@@ -97,7 +97,7 @@ def main():
             sys.exit(__doc__)
         return compare_builds(args[0], args[2] if len(args) == 3 else None)
     files = {}
-    modes = sys.argv[1:] or ["2", "8", "16"]
+    modes = sys.argv[1:] or ["2", "3", "8", "16"]
     for mode in modes + ["0"]:
         files[mode] = run_child(SHAPES, os.path.join("/tmp", f"ntt_cluster_{mode}.npz"), mode)
     bad = 0

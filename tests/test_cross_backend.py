@@ -87,7 +87,7 @@ print("variant ok")
 """
 
 
-@pytest.mark.parametrize("variant", ["default", "two-phase", "chunked", "cluster-2", "cluster-8", "cluster-16",
+@pytest.mark.parametrize("variant", ["default", "two-phase", "chunked", "cluster-2", "cluster-3", "cluster-8", "cluster-16",
                                      "cluster-no-tail", "cluster-tail-40", "cluster-gathered-rows",
                                      "cluster-8-gathered-rows", "min-blocks-2", "min-blocks-3", "no-whole",
                                      "streamed"])
@@ -95,20 +95,21 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
     """The GPU NTT's optional paths, each selected through an environment variable read once per
     process, give the CPU's bits at N = 2^12 (the one-block kernel, 2 polynomials per thread at
     both batch sizes) and 2^14..2^16:
-    - the default kernels (on sm_90 the single-pass cluster kernel, 16 slices on clusters of 8
-      CTAs of two halves, for the last shape's 168 polynomials, the last 8 of them run by its
+    - the default kernels (on sm_90 the single-pass cluster kernel in its split form: 16 slices
+      on clusters of 8 CTAs, each CTA's halves running one phase of two slices each, for the
+      last shape's 168 polynomials, the last 8 of them run by its
       tail, the streamed kernel on the SMs the clusters leave idle; the two-phase kernels for the
       56 of the shape before);
     - the two-phase kernels only (JAX_FHE_NTT_CLUSTER=0), also at every size
       (JAX_FHE_NTT_WHOLE=0), and their L2-sized chunking (JAX_FHE_NTT_CHUNK_BYTES: a budget of 6
       polynomials, i.e. chunks of one limb x 4 batch entries at P = 4);
-    - the sm_90 single-pass cluster kernel in its three forms for both directions: 16 slices on
-      clusters of 8 CTAs of two halves, clusters of 8 CTAs, of 16 CTAs (JAX_FHE_NTT_CLUSTER=2 /
-      8 / 16; N = 2^16 with primes below 2^30, 56 and 168 polynomials over
+    - the sm_90 single-pass cluster kernel in its four forms for both directions: 16 slices on
+      clusters of 8 CTAs of two halves, the same split by phase, clusters of 8 CTAs, of 16 CTAs
+      (JAX_FHE_NTT_CLUSTER=2 / 3 / 8 / 16; N = 2^16 with primes below 2^30, 56 and 168 polynomials over
       the clusters; other sizes and the 31-bit primes fall back; tests/ntt_cluster_check.py
       covers more shapes); that kernel without its tail (JAX_FHE_NTT_TAIL=0) and with a tail
-      of 40 polynomials, which starts inside a limb (for both N = 2^16 shapes); its forward, in
-      the default form and on clusters of 8 CTAs, gathering its row tables from psi with
+      of 40 polynomials, which starts inside a limb (for both N = 2^16 shapes; the split form);
+      its forward, in the halves form and on clusters of 8 CTAs, gathering its row tables from psi with
       cp.async (JAX_FHE_NTT_ROW_BULK=0, as for tables without psi_rows) instead of one bulk copy
       of psi_rows per limb change;
     - the N = 2^16 kernels compiled for 2 or 3 resident blocks per SM (JAX_FHE_NTT_MIN_BLOCKS;
@@ -127,9 +128,9 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
         env["JAX_FHE_NTT_CLUSTER"] = "8" if variant.startswith("cluster-8") else "2"
         env["JAX_FHE_NTT_ROW_BULK"] = "0"
     elif variant.startswith("cluster-") and "tail" in variant:  # the default form, its tail set
-        env["JAX_FHE_NTT_CLUSTER"] = "2"
+        env["JAX_FHE_NTT_CLUSTER"] = "3"
         env["JAX_FHE_NTT_TAIL"] = "0" if variant == "cluster-no-tail" else variant.rsplit("-", 1)[1]
-    elif variant != "default":  # the cluster kernel forced on (2, 8, 16) or off
+    elif variant != "default":  # the cluster kernel forced on (2, 3, 8, 16) or off
         env["JAX_FHE_NTT_CLUSTER"] = variant.split("-")[1] if variant.startswith("cluster") else "0"
     if variant == "chunked":
         env["JAX_FHE_NTT_CHUNK_BYTES"] = str(6 * (1 << 16) * 4)
