@@ -34,8 +34,9 @@
 // H = 2 (the default): clusters of 8 CTAs of two such halves (named barriers), as independent
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
-// Status (benchmarks/RESULTS.md, sessions 17-28): the default for launches of >= 128 polynomials
-// (run_ntt_cluster), in its halves form, with a tail on the SMs its clusters leave idle (the
+// Status: since session 30 the default is the split form (ntt_split_kernel, below: each CTA's
+// halves run different phases). What follows is the halves form's history (benchmarks/RESULTS.md,
+// sessions 17-29), the default for launches of >= 128 polynomials until then, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
 // forward / inverse: batch 16 230.8-233.4 / 223.1-225.7 us (56.8-57.1 / 58.7-59.0% of the copy's
 // device-time bandwidth, session 29; 59.4-60.6 / 61.4-62% of its wall-time one, two H100s),
@@ -1050,13 +1051,18 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
 }
 
 
-// ---- The role-split forward (JAX_FHE_NTT_CLUSTER=3, being measured): the same 16 slices on
-// clusters of 8 CTAs, but each CTA's first half runs the column phase (rounds A, B) of slices
-// 2 k and 2 k + 1 and its second half the row phase (rounds C, D) of rows slices 2 k, 2 k + 1,
-// so that the halves work out of step (the row half one item behind) and one half's waits can
-// be filled with the other's butterflies. The column halves send their blocks by TMA as the
-// bulk forward does; the row halves tell them when a mid buffer is free again (freed[]) and when
-// an in buffer's blocks have landed (sent[]).
+// ---- The split form (ntt_split_kernel; the default since session 30, JAX_FHE_NTT_CLUSTER=3):
+// the same 16 slices on clusters of 8 CTAs, but CTA k's first half runs the first phase of
+// slices 2 k and 2 k + 1 and its second half the second phase of slices 2 k and 2 k + 1, one item
+// behind. In the halves form both halves run the same phase, so their waits (barriers, the
+// exchange, loads) fall together and the SM idles; here one half's waits are filled with the
+// other's butterflies (H100, L = 48: forward 232.6-234.4 -> 219.4-221.4 us at batch 16, inverse
+// 224.8-226.5 -> 207.9-211.2, and at batch 64 858 -> 833 / 838 -> 778; session 30). Forward: the
+// column half sends its blocks by TMA as the bulk forward does, and the row half tells it when
+// an in buffer's blocks have landed (sent[]: it may be refilled) and when a mid buffer is free
+// again (freed[]). Inverse: the row half sends by st.async, the column half frees the mid
+// buffers. Both directions compute their row tables (compute_tw_row) from factors staged one
+// item ahead.
 struct SplitSmem {
   static constexpr int kSliceWords = kN / 16;
   uint64_t full[2];   // row half: mid[b] holds its item (both slices: 32 KB)
@@ -1510,14 +1516,16 @@ bool run_split(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
 }  // namespace
 
 // JAX_FHE_NTT_CLUSTER: unset, the default: where a launch has at least kAutoMinPolys
-// polynomials, the 16-slice kernel on clusters of 8 CTAs of two halves (H = 2), with its tail
-// (the fastest of the variants in both directions on the H100: benchmarks/RESULTS.md, session
-// 19; fewer polynomials leave each cluster too few items to fill its pipeline, and the two-phase
-// kernels win). Also for the forward on the H200 (until session 21 the forward there took the
-// two-phase kernels; at L = 48, batch 16 they took 269-270 us against this kernel's 248 us
-// without its tail: session 22). Forced, at any size and in both directions: 2: that kernel;
-// 1 or 8: clusters of 8 CTAs (8 slices); 16: clusters of 16 CTAs (16 slices, two CTAs per SM).
-// 0: never.
+// polynomials, the split form (16 slices on clusters of 8 CTAs whose halves run different
+// phases; session 30), with its tail, or where it cannot launch the 16-slice kernel on clusters
+// of 8 CTAs of two halves (H = 2), the default of sessions 19-29 (the fastest of the other
+// variants in both directions on the H100: benchmarks/RESULTS.md, session 19; fewer polynomials
+// leave each cluster too few items to fill its pipeline, and the two-phase kernels win). Also
+// for the forward on the H200 (until session 21 the forward there took the two-phase kernels; at
+// L = 48, batch 16 they took 269-270 us against the halves form's 248 us without its tail:
+// session 22; the split form was not measured there). Forced, at any size and in both
+// directions: 3: the split form; 2: the halves form; 1 or 8: clusters of 8 CTAs (8 slices); 16:
+// clusters of 16 CTAs (16 slices, two CTAs per SM). 0: never.
 constexpr int64_t kAutoMinPolys = 128;
 bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                      const Tables& t, bool inverse, bool lazy) {
