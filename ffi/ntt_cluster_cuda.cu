@@ -1063,18 +1063,20 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
 // again (freed[]). Inverse: the row half sends by st.async, the column half frees the mid
 // buffers. Both directions compute their row tables (compute_tw_row) from factors staged one
 // item ahead.
+// (Below "first half" and "second half" are the CTA's halves by phase: forward, columns then
+// rows; inverse, rows then columns.)
 struct SplitSmem {
-  static constexpr int kSliceWords = kN / 16;
-  uint64_t full[2];   // row half: mid[b] holds its item (both slices: 32 KB)
-  uint64_t sent[2];   // column half: every row half has received in[b]'s blocks (8 arrivals)
-  uint64_t freed[2];  // column half: every row half is done reading mid[b] (8 arrivals)
+  static constexpr int kSliceWords = Cluster<16, 2>::kSliceWords;
+  uint64_t full[2];   // second half: mid[b] holds its item (both slices: 32 KB)
+  uint64_t sent[2];   // forward's first half: every second half has received in[b]'s blocks (8 arrivals)
+  uint64_t freed[2];  // first half: every second half is done reading mid[b] (8 arrivals)
   uint64_t pad[2];    // (in[] 16-byte aligned)
-  uint32_t in[2][2][kSliceWords];   // column half: [buffer][slice]
-  uint32_t mid[2][2][kSliceWords];  // row half: [buffer][slice]
-  uint32_t tw_row[2 * 16 * kTwRowWords];
-  uint32_t tw_col[2][kTwRowWords];
+  uint32_t in[2][2][kSliceWords];   // first half: [buffer][slice]
+  uint32_t mid[2][2][kSliceWords];  // second half: [buffer][slice]
+  uint32_t tw_row[2 * 16 * kTwRowWords];  // the row half's: 32 rows
+  uint32_t tw_col[2][kTwRowWords];        // the column half's, by item parity
   uint32_t scale[2][4];       // inverse: N^-1 and tw[1] N^-1 with Shoup companions, by parity
-  uint32_t row_fac[256 + 2 * 8 * 16];  // inverse: compute_tw_row's pairs, then 32 rows' bases
+  uint32_t row_fac[256 + 2 * 8 * 16];  // compute_tw_row's pairs, then 32 rows' bases
   int limb_row[kMaxLimbSpan];
   uint32_t limb_q[kMaxLimbSpan];
 };
@@ -1082,7 +1084,7 @@ static_assert(offsetof(SplitSmem, in) % 16 == 0 && offsetof(SplitSmem, mid) % 16
                   offsetof(SplitSmem, tw_row) % 16 == 0, "16-byte aligned bulk-copy buffers");
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// The inverse's compute_tw_row factors of table row `row` for both row slices of CTA `cta`:
+// compute_tw_row's factors of table row `row` for both row slices of CTA `cta`:
 // pairs 0..127, then the bases of rows 32 cta .. 32 cta + 31 (8 each). Not inlined, like the
 // other code that runs at limb changes only.
 __device__ __noinline__ void split_stage_row_factors(uint32_t* fac, const Tables& t, int row, int cta, int tid) {
@@ -1266,7 +1268,7 @@ __global__ void __launch_bounds__(512, 1)
   constexpr uint32_t kMid = G::kMidBytes;  // one slice's tile: 16 KB
   extern __shared__ __align__(16) uint32_t smem_words[];
   SplitSmem& sm = *reinterpret_cast<SplitSmem*>(smem_words);
-  const bool row_half = threadIdx.x >= kThreads;
+  const bool second_half = threadIdx.x >= kThreads;  // the first half runs the first phase
   const int tid = static_cast<int>(threadIdx.x) & (kThreads - 1);
   const int cta = static_cast<int>(cluster_rank());  // slices 2 cta, 2 cta + 1
   const int64_t clusters = gridDim.x / 8, cid = blockIdx.x / 8;
@@ -1296,17 +1298,19 @@ __global__ void __launch_bounds__(512, 1)
     ahead.advance(batch);
     return w;
   };
-  auto half_sync = [row_half]() {
-    asm volatile("bar.sync %0, %1;" ::"r"(1 + static_cast<int>(row_half)), "n"(kThreads) : "memory");
+  auto half_sync = [second_half]() {
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + static_cast<int>(second_half)), "n"(kThreads) : "memory");
   };
   WorkItem cur = take();
   WorkItem nxt = n > 1 ? take() : cur;
 
   if constexpr (INVERSE) {
-    if (!row_half) split_inverse_rows(sm, src, t, n, cta, tid, cur, nxt, take, half_sync);
+    if (!second_half) split_inverse_rows(sm, src, t, n, cta, tid, cur, nxt, take, half_sync);
     else split_inverse_columns(sm, dst, t, n, cta, tid, cur, nxt, take, half_sync);
-  } else if (!row_half) {
-    // ---------------------------------------------------------------- column half
+  } else if (!second_half) {
+    // ---------------------------------------------------------------- forward, column half
+    // (inline here, not a function like the inverse's halves: moved into one, the forward's
+    // code compiled to another schedule, not measured)
     const int col = tid % S, g = tid / S;  // owned column, row group = the owner slice of rows 16 g ..
     int off_a[2], off_b[2], stage_off[2][2];
 #pragma unroll
@@ -1386,7 +1390,7 @@ __global__ void __launch_bounds__(512, 1)
       if (i + 2 < n) nxt = take();
     }
   } else {
-    // ---------------------------------------------------------------- row half
+    // ---------------------------------------------------------------- forward, row half
     const int rho = tid >> 4, s = tid & 15;  // slice j: row rho ^ j (so both slices share offsets)
     int off_c[8], off_d[4];
 #pragma unroll
