@@ -279,7 +279,6 @@ __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::thr
     __syncthreads();
     const int64_t item = item_s;
     if (item >= total) {
-      if (plan.item0 >= 0) wait_for_producer();
       // every block takes queue items until one is past the end, so the last to get here knows
       // that no block reads the state any more: it resets it for the next launch
       __syncthreads();  // (item_s read by every thread)
@@ -292,6 +291,9 @@ __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::thr
         for (int c = threadIdx.x; c < plan.chunks; c += blockDim.x) state[kChunk0 + c] = 0;
         if (threadIdx.x == 0) state[kQueue] = 0, state[kLeft] = 0;
       }
+      // the tail waits last, so that nothing but its exit follows the cluster kernel's end (the
+      // state is the tail's own: the cluster kernel never reads it)
+      if (plan.item0 >= 0) wait_for_producer();
       return;
     }
     const int64_t segment = item / plan.seg;
