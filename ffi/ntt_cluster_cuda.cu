@@ -278,6 +278,18 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
       "@!done bra WAIT_%=;\n\t}"
       ::"r"(smem_addr(bar)), "r"(parity) : "memory");
 }
+// Whether the phase of `parity` of the local mbarrier has completed (no wait).
+__device__ __forceinline__ bool mbar_test(uint64_t* bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
 // One arrival on the mbarrier at `addr` (shared::cluster, from map_rank). Relaxed: it reports
 // that TMA copies out of the arriving CTA's memory have landed, which orders nothing the arriver
 // wrote; the release form (MEMBAR.ALL.GPU, behind the thread's global stores) cost about 20 us at
@@ -1407,11 +1419,23 @@ __global__ void __launch_bounds__(512, 1)
     split_stage_row_factors(sm.row_fac, t, cur.row, cta, tid);
     copy_async_commit();
     cluster_sync_all();
+    // sent[]: thread r < 8 tells CTA r's column half that its blocks of an item have landed
+    // here. It tells as soon as it sees them, also while the previous item is still being
+    // processed (arrived_next), so that the column half can reload its input buffer early.
+    bool arrived_next = false;
+    auto tell_next_landed = [&](int i) {
+      const int bn = (i + 1) & 1;
+      if (tid < 8 && !arrived_next && i + 1 < n && mbar_test(&sm.full[bn], ((i + 1) >> 1) & 1)) {
+        mbar_arrive_remote(map_rank(&sm.sent[bn], static_cast<uint32_t>(tid)));
+        arrived_next = true;
+      }
+    };
     for (int i = 0; i < n; ++i) {
       const int b = i & 1;
       mbar_wait(&sm.full[b], (i >> 1) & 1);
       if (tid == 0 && i + 2 < n) mbar_expect(&sm.full[b], 2 * kMid);
-      if (tid < 8) mbar_arrive_remote(map_rank(&sm.sent[b], static_cast<uint32_t>(tid)));
+      if (tid < 8 && !arrived_next) mbar_arrive_remote(map_rank(&sm.sent[b], static_cast<uint32_t>(tid)));
+      arrived_next = false;
       if (row_due) {  // (every reader of the old table is past the barrier at the end)
         copy_async_wait<0>();
         half_sync();
@@ -1431,6 +1455,7 @@ __global__ void __launch_bounds__(512, 1)
 #pragma unroll
         for (int e = 0; e < 16; ++e) tile[off_c[e & 7] + 2048 * (e >> 3)] = x[e];
       }
+      tell_next_landed(i);
       __syncwarp();  // rounds C and D exchange within a row, whose 16 threads are in one warp
       uint32_t* out = dst + cur.poly * kN;
 #pragma unroll
@@ -1459,6 +1484,7 @@ __global__ void __launch_bounds__(512, 1)
               *reinterpret_cast<const uint4*>(tile + G::bulk_tile(j, r, c));
         }
       }
+      tell_next_landed(i);
       half_sync();  // every row thread is done reading mid[b] and tw_row
       if (tid < 8 && i + 2 < n) mbar_arrive_remote(map_rank(&sm.freed[b], static_cast<uint32_t>(tid)));
       if (i + 1 < n && nxt.row != row_tab) {
