@@ -1363,12 +1363,6 @@ __global__ void __launch_bounds__(512, 1)
       const int b = i & 1;
       copy_async_wait<0>();  // item i's slices and column table
       half_sync();           // ... visible to all; every thread is done with item i - 1
-      if (i + 1 < n) {
-        if (i >= 1) mbar_wait(&sm.sent[b ^ 1], ((i - 1) >> 1) & 1);  // in[b ^ 1]'s blocks landed
-        prefetch(nxt.poly, b ^ 1);
-        issue_col(b ^ 1, nxt.row);
-      }
-      copy_async_commit();
 #pragma unroll
       for (int j = 0; j < 2; ++j) {  // round A, in place
         uint32_t x[16];
@@ -1379,6 +1373,14 @@ __global__ void __launch_bounds__(512, 1)
 #pragma unroll
         for (int e = 0; e < 16; ++e) tile[off_a[e & 1] + 16 * S * e] = x[e];
       }
+      // item i + 1's loads, once item i - 1's blocks have left in[b ^ 1] (after round A, so
+      // that its blocks, sent at the end of the previous item, have had time to land)
+      if (i + 1 < n) {
+        if (i >= 1) mbar_wait(&sm.sent[b ^ 1], ((i - 1) >> 1) & 1);
+        prefetch(nxt.poly, b ^ 1);
+        issue_col(b ^ 1, nxt.row);
+      }
+      copy_async_commit();
       half_sync();
       if (i >= 2) mbar_wait(&sm.freed[b], ((i - 2) >> 1) & 1);  // the owners are done with item i - 2
 #pragma unroll
