@@ -990,11 +990,15 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
 // work of kTailSmsPerCluster SMs of it (H100, L = 48, batch 16: tails of 40 / 48 / 56
 // polynomials took 242 / 241 / 258 us forward beside the clusters' 242 / 240 / 238; session 22).
 // JAX_FHE_NTT_TAIL: polynomials for the tail (0: none); unset, the share below.
+// (The split form's forward does more per cluster since session 31: 13; H100, L = 48: tails of
+// 44 and 176 polynomials at batch 16 and 64 took the forward from 61.6 to 63.2% and from 65.3
+// to 68.3% of copy; its inverse stayed best at 12.)
 constexpr int64_t kTailSmsPerCluster = 12;
-int64_t tail_polys(int64_t polys, int64_t batch, int64_t clusters, int64_t free_sms) {
+int64_t tail_polys(int64_t polys, int64_t batch, int64_t clusters, int64_t free_sms,
+                   int64_t sms_per_cluster = kTailSmsPerCluster) {
   static const int64_t env = tuning_int("JAX_FHE_NTT_TAIL", -1);
   if (free_sms <= 0 || batch % 4 != 0) return 0;  // the streamed kernel's groups: 4 entries of a limb
-  const int64_t want = env >= 0 ? env : polys * free_sms / (free_sms + clusters * kTailSmsPerCluster);
+  const int64_t want = env >= 0 ? env : polys * free_sms / (free_sms + clusters * sms_per_cluster);
   return std::max<int64_t>(0, std::min(want, polys - clusters)) / 4 * 4;
 }
 
@@ -1528,7 +1532,8 @@ bool run_split(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
   if (fit <= 0) return false;
   const int64_t clusters = std::min(fit, s.polys), batch = s.polys / s.limbs;
   const int64_t free_sms = sm_count() - clusters * 8;
-  int64_t tail = clusters == fit && pdl_enabled() ? tail_polys(s.polys, batch, clusters, free_sms) : 0;
+  constexpr int64_t kSmsPerCluster = INVERSE ? kTailSmsPerCluster : 13;
+  int64_t tail = clusters == fit && pdl_enabled() ? tail_polys(s.polys, batch, clusters, free_sms, kSmsPerCluster) : 0;
   if (tail > 0 && !ntt_stream_tail(INVERSE, false, src, dst, s.polys - tail, tail, batch, t, free_sms, stream))
     tail = 0;
   const int64_t items = s.polys - tail;
