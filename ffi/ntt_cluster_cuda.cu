@@ -35,7 +35,8 @@
 // as two CTAs per SM but 15 clusters to an H100 against 14 of 16 CTAs.
 //
 // Status: since session 30 the default is the split form (ntt_split_kernel, below: each CTA's
-// halves run different phases). What follows is the halves form's history (benchmarks/RESULTS.md,
+// halves run different phases; H100, L = 48, batch 16 since session 31: forward 208.1-208.2 us,
+// inverse 208.7-209.1, 63.4-63.7% of copy). What follows is the halves form's history (benchmarks/RESULTS.md,
 // sessions 17-29), the default for launches of >= 128 polynomials until then, with a tail on the SMs its clusters leave idle (the
 // launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
 // forward / inverse: batch 16 230.8-233.4 / 223.1-225.7 us (56.8-57.1 / 58.7-59.0% of the copy's
@@ -1076,7 +1077,12 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
 // 224.8-226.5 -> 207.9-211.2, and at batch 64 858 -> 833 / 838 -> 778; session 30). Forward: the
 // column half sends its blocks by TMA as the bulk forward does, and the row half tells it when
 // an in buffer's blocks have landed (sent[]: it may be refilled) and when a mid buffer is free
-// again (freed[]). Inverse: the row half sends by st.async, the column half frees the mid
+// again (freed[]). The two halves must not wait on each other (Nsight Compute, session 31: at
+// first each spent 10-12% of its warp samples waiting for the other): the row half tells sent[]
+// as soon as it sees the blocks (also during the item before), and the column half reloads
+// after round A, by when the blocks it sent at the end of the previous item have landed. The
+// split kernel went from 218.4-218.7 to 204.7 us at batch 16 (forward 208.1-208.2 us with its
+// tail, 63.7% of copy; batch 64 776.1 us, 68.3%). Inverse: the row half sends by st.async, the column half frees the mid
 // buffers. Both directions compute their row tables (compute_tw_row) from factors staged one
 // item ahead.
 // (Below "first half" and "second half" are the CTA's halves by phase: forward, columns then
