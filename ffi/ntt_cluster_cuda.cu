@@ -36,9 +36,10 @@
 //
 // Status: since session 30 the default is the split form (ntt_split_kernel, below: each CTA's
 // halves run different phases; H100, L = 48, batch 16 since session 31: forward 208.1-208.2 us,
-// inverse 208.7-209.1, 63.4-63.7% of copy). What follows is the halves form's history (benchmarks/RESULTS.md,
-// sessions 17-29), the default for launches of >= 128 polynomials until then, with a tail on the SMs its clusters leave idle (the
-// launch's last polynomials, run by the streamed kernel: tail_polys). H100, L = 48, device time,
+// inverse 208.7-209.1, 63.4-63.7% of copy). What follows is the history of the halves form
+// (benchmarks/RESULTS.md, sessions 17-29), the default for launches of >= 128 polynomials until
+// then, with a tail on the SMs its clusters leave idle (the launch's last polynomials, run by
+// the streamed kernel: tail_polys). H100, L = 48, device time,
 // forward / inverse: batch 16 230.8-233.4 / 223.1-225.7 us (56.8-57.1 / 58.7-59.0% of the copy's
 // device-time bandwidth, session 29; 59.4-60.6 / 61.4-62% of its wall-time one, two H100s),
 // batch 64 854.5-858.7 / 830.3-840.1 (session 28: the forward's row tables as bulk copies,
@@ -991,10 +992,11 @@ __global__ void __launch_bounds__(Cluster<C, H>::kBlockThreads, Cluster<C, H>::k
 // work of kTailSmsPerCluster SMs of it (H100, L = 48, batch 16: tails of 40 / 48 / 56
 // polynomials took 242 / 241 / 258 us forward beside the clusters' 242 / 240 / 238; session 22).
 // JAX_FHE_NTT_TAIL: polynomials for the tail (0: none); unset, the share below.
-// (The split form's forward does more per cluster since session 31: 13; H100, L = 48: tails of
-// 44 and 176 polynomials at batch 16 and 64 took the forward from 61.6 to 63.2% and from 65.3
-// to 68.3% of copy; its inverse stayed best at 12.)
 constexpr int64_t kTailSmsPerCluster = 12;
+// The split form's forward does more per cluster (session 31; H100, L = 48: tails of 44 and 176
+// polynomials at batch 16 and 64 took it from 61.6 to 63.2% and from 65.3 to 68.3% of copy; its
+// inverse stayed best at kTailSmsPerCluster).
+constexpr int64_t kSplitForwardTailSmsPerCluster = 13;
 int64_t tail_polys(int64_t polys, int64_t batch, int64_t clusters, int64_t free_sms,
                    int64_t sms_per_cluster = kTailSmsPerCluster) {
   static const int64_t env = tuning_int("JAX_FHE_NTT_TAIL", -1);
@@ -1082,8 +1084,8 @@ bool run_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, u
 // as soon as it sees the blocks (also during the item before), and the column half reloads
 // after round A, by when the blocks it sent at the end of the previous item have landed. The
 // split kernel went from 218.4-218.7 to 204.7 us at batch 16 (forward 208.1-208.2 us with its
-// tail, 63.7% of copy; batch 64 776.1 us, 68.3%). Inverse: the row half sends by st.async, the column half frees the mid
-// buffers. Both directions compute their row tables (compute_tw_row) from factors staged one
+// tail, 63.7% of copy; batch 64 776.1 us, 68.3%). Inverse: the row half sends by st.async, the
+// column half frees the mid buffers. Both directions compute their row tables (compute_tw_row) from factors staged one
 // item ahead.
 // (Below "first half" and "second half" are the CTA's halves by phase: forward, columns then
 // rows; inverse, rows then columns.)
@@ -1538,7 +1540,7 @@ bool run_split(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
   if (fit <= 0) return false;
   const int64_t clusters = std::min(fit, s.polys), batch = s.polys / s.limbs;
   const int64_t free_sms = sm_count() - clusters * 8;
-  constexpr int64_t kSmsPerCluster = INVERSE ? kTailSmsPerCluster : 13;
+  constexpr int64_t kSmsPerCluster = INVERSE ? kTailSmsPerCluster : kSplitForwardTailSmsPerCluster;
   int64_t tail = clusters == fit && pdl_enabled() ? tail_polys(s.polys, batch, clusters, free_sms, kSmsPerCluster) : 0;
   if (tail > 0 && !ntt_stream_tail(INVERSE, false, src, dst, s.polys - tail, tail, batch, t, free_sms, stream))
     tail = 0;
