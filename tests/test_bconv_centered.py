@@ -1,15 +1,14 @@
-"""The fused centered base conversion (ops.bconv_centered): bit for bit the unfused
-rlwe.exact_conv (BConv, fixed-point CRT quotient, correction), and CKKS key switching with the
-fused path on equals it off."""
+"""The fused centered base conversion (ops.bconv_centered, ops.exact_conv): bit for bit the
+unfused composition (BConv, fixed-point CRT quotient, correction), and CKKS operations through
+the unfused composition equal them through the kernel."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jax_fhe import ckks, ops, rlwe, rns
+from jax_fhe import ckks, ops, rns
 from jax_fhe.ops.bconv import bconv_centered
-from jax_fhe.rlwe import hybrid
-from jax_fhe.rlwe.crt import CrtQuotient
+from jax_fhe.rns import CrtQuotient
 from jax_fhe.rns import HostRandom
 
 from conftest import random_residues
@@ -46,13 +45,25 @@ def _conv(kind, lin, lout):
     src, dst = _primes(kind, lin, lout)
     primes = src + dst
     ring = rns.make_context(primes, N)
-    conv = rlwe.make_exact_conv(primes, range(lin), range(lin, lin + lout))
+    conv = rns.make_exact_conv(primes, range(lin), range(lin, lin + lout))
     return src, ring, conv
 
 
-def _unfused(x, conv, ring, monkeypatch):
-    monkeypatch.setattr(hybrid, "FUSED_CENTERED_CONV", False)
-    return np.asarray(rlwe.exact_conv(x, conv, ring))
+def unfused_exact_conv(x, conv, ring, limb_offset=None):
+    """The centered conversion as three separate ops: BConv, the fixed-point CRT quotient k and
+    the correction - k Q (the reference the fused kernel must equal bit for bit)."""
+    if limb_offset is not None:
+        x = jax.lax.slice_in_dim(x, limb_offset, limb_offset + len(conv.src_rows), axis=-2)
+    y = ops.mul_limb_consts(x, conv.table.in_consts[1], ring, conv.src_rows)
+    k = ops.rounded_quotient(y, conv.quotient)  # [..., N], in [0, Lin]
+    raw = ops.bconv(x, conv.table)
+    corr = ops.mul_limb_consts(jnp.broadcast_to(k[..., None, :], raw.shape), conv.src_prod, ring,
+                               conv.dst_rows)
+    return ops.sub_mod(raw, corr, ring, conv.dst_rows)
+
+
+def _unfused(x, conv, ring, monkeypatch=None):
+    return np.asarray(unfused_exact_conv(x, conv, ring))
 
 
 CASES = [("30bit", 1, 1), ("30bit", 3, 5), ("25bit", 4, 13), ("30bit", 9, 48),
@@ -77,8 +88,7 @@ def test_fused_equals_unfused(kind, lin, lout, device, put, rng, monkeypatch):
     assert got.shape == (2, lout, N) and got.dtype == np.uint32
     np.testing.assert_array_equal(got, want)
     # and through exact_conv with the flag on (read at trace time)
-    monkeypatch.setattr(hybrid, "FUSED_CENTERED_CONV", True)
-    np.testing.assert_array_equal(np.asarray(rlwe.exact_conv(x, conv, ring)), want)
+    np.testing.assert_array_equal(np.asarray(ops.exact_conv(x, conv)), want)
 
 
 @pytest.mark.parametrize("batch", [(), (3,), (2, 3), (1, 1, 2)])
@@ -145,7 +155,7 @@ def test_limb_offset_reads_in_place(offset, device, put, rng, monkeypatch):
     want = _unfused(x[..., offset:offset + 4, :], conv, ring, monkeypatch)
     got = bconv_centered(x, conv.table, conv.quotient, conv.src_prod, limb_offset=offset)
     np.testing.assert_array_equal(np.asarray(got), want)
-    np.testing.assert_array_equal(np.asarray(rlwe.exact_conv(x, conv, ring, limb_offset=offset)), want)
+    np.testing.assert_array_equal(np.asarray(ops.exact_conv(x, conv, limb_offset=offset)), want)
     f = jax.vmap(lambda v: bconv_centered(v, conv.table, conv.quotient, conv.src_prod, limb_offset=offset))
     np.testing.assert_array_equal(np.asarray(jax.jit(f)(x)), want)
     with pytest.raises(ValueError, match=r"limbs \[6, 10\) are not all in the input's 9 limbs"):
@@ -206,11 +216,15 @@ def _ckks_ops(ctx, keys):
 
 
 def test_ckks_key_switch_fused_equals_unfused(toy, put, monkeypatch):
+    """CKKS operations with every single centered conversion (ModDown's, rescaling's, and
+    ModUp's where a digit converts alone) done by the unfused reference equal the kernels'."""
     ctx, keys = put(toy)
     outs = {}
+    kernel = ops.exact_conv
     for fused in (False, True):
         jax.clear_caches()
-        monkeypatch.setattr(hybrid, "FUSED_CENTERED_CONV", fused)
+        monkeypatch.setattr(ops, "exact_conv", kernel if fused else
+                            (lambda x, conv, limb_offset=None: unfused_exact_conv(x, conv, ctx.ring, limb_offset)))
         outs[fused] = [np.asarray(d) for d in _ckks_ops(ctx, keys)]
     jax.clear_caches()
     for off, on in zip(outs[False], outs[True]):
@@ -230,7 +244,7 @@ def test_stacked_equals_each_conversion(kind, lin, digits, offset, device, put, 
     convs = []
     for d in range(digits):
         own = list(range(d * lin, (d + 1) * lin))
-        convs.append(rlwe.make_exact_conv(primes, own, [r for r in range(len(primes)) if r not in own]))
+        convs.append(rns.make_exact_conv(primes, own, [r for r in range(len(primes)) if r not in own]))
     convs = [put(c) for c in convs]
     stacked = put(ops.stack_centered([c.table for c in convs], [c.quotient for c in convs],
                                      [c.src_prod for c in convs]))

@@ -26,13 +26,13 @@ def _centered(x, m):
 def test_exact_conv_is_the_centered_crt(basis, device, put, rng):
     primes, qrows, prows = basis
     ring = put(rns.make_context(primes, N))
-    conv = put(rlwe.make_exact_conv(primes, prows, qrows))
+    conv = put(rns.make_exact_conv(primes, prows, qrows))
     src = [primes[r] for r in prows]
     big = math.prod(src)
     v = [int(rng.integers(-(big // 2), big // 2)) for _ in range(N)]
     v[:4] = [0, 1, -1, -(big // 2)]  # edges (the last one is exactly -Q/2)
     x = np.array([[c % q for c in v] for q in src], dtype=np.uint32)
-    out = np.asarray(rlwe.exact_conv(put(jnp.asarray(x)), conv, ring))
+    out = np.asarray(ops.exact_conv(put(jnp.asarray(x)), conv))
     for i, r in enumerate(qrows):
         q = primes[r]
         want = [c % q for c in v]

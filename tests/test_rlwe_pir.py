@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jax_fhe import rlwe
+from jax_fhe import rlwe, rns
 from jax_fhe.ops import automorphism_coeff, intt, ntt
 from jax_fhe.pir import ring
 from jax_fhe.rns import HostRandom, make_context, ntt_primes, to_residues
@@ -23,7 +23,7 @@ def ctx():
 
 
 def _ints(res, primes=PRIMES):
-    return ring.crt_centered(np.asarray(res), primes)
+    return rns.crt_centered(np.asarray(res), primes)
 
 
 def _residues(vals):

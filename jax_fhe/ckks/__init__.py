@@ -4,15 +4,15 @@ Parameters are data (:class:`CKKSParams`, presets by name), tables live in a
 :class:`CKKSContext` pytree, keys come from :class:`jax_fhe.rns.HostRandom`. Ciphertexts are
 pytrees ``uint32[..., 2, L, N]`` (NTT domain) with static level, scale and slot count; every
 evaluator function is pure and works under ``jax.jit`` and ``jax.vmap``. Rescaling is rational
-(a level is a set of primes; see docs/ckks-parameters.md); key switching is hybrid
-(:mod:`jax_fhe.rlwe.hybrid`).
+(a level is a set of primes; see docs/ckks-parameters.md); key switching goes through
+:mod:`jax_fhe.rlwe.keyswitch` with the method the parameter set names (hybrid by default).
 """
 from .context import CKKSContext, RescaleTables, make_context
 from .encoder import decode, encode
 from .encryption import decrypt, encrypt
-from .evaluator import add, level_down, mul, mul_i, neg, rescale, scales_match, sub
+from .evaluator import add, level_down, mul, mul_i, neg, relinearize, rescale, scales_match, sub
 from .keys import (EvalKeys, KeySet, PublicKey, SecretKey, gen_galois_key, gen_public_key,
-                   gen_relin_key, gen_rotation_keys, gen_secret_key, keygen)
+                   gen_relin_key, gen_rotation_keys, gen_secret_key, gen_switching_key, keygen)
 from .params import HE_STD_128_TERNARY, CKKSParams
 from .precision import Precision, precision
 from .presets import PRESETS, build_chain, ckks_n15, ckks_n16_boot, preset, toy_n11_single, toy_n12
@@ -24,6 +24,7 @@ __all__ = [
     "Plaintext", "Precision", "PublicKey", "RescaleTables", "SecretKey", "add", "build_chain",
     "ckks_n15", "ckks_n16_boot", "conjugate", "decode", "decrypt", "encode", "encrypt",
     "gen_galois_key", "gen_public_key", "gen_relin_key", "gen_rotation_keys", "gen_secret_key",
+    "gen_switching_key", "relinearize",
     "keygen", "level_down", "make_context", "mul", "mul_i", "neg", "precision", "preset",
     "rescale", "rotate", "rotate_hoisted", "scales_match", "sub", "toy_n11_single", "toy_n12",
 ]

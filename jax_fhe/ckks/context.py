@@ -2,7 +2,8 @@
 
 A :class:`CKKSContext` holds the RNS tables for every prime (q rows then special rows), the
 NTT of X^(N/2) (multiplication by the imaginary unit), the rescale tables of every level and
-the hybrid key-switching tables of every level. Pass it into jitted functions as an argument.
+the key-switching tables of every level (of the method the parameter set names,
+:mod:`jax_fhe.rlwe.keyswitch`). Pass it into jitted functions as an argument.
 """
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import ops, rns
-from ..rlwe.hybrid import ExactConv, HybridTables, make_exact_conv, make_hybrid_tables
-from ..rns._pytree import pytree_dataclass, static_field
+from ..rlwe import keyswitch
+from ..rns.crt import ExactConv, make_exact_conv
+from ..rns.pytree import pytree_dataclass, static_field
 from ..rns.shoup import device_u32
 from .params import CKKSParams
 
@@ -64,7 +66,8 @@ class CKKSContext:
     ring:      :class:`jax_fhe.rns.RNSContext` over ``params.all_primes`` (q rows, then P rows).
     imag:      uint32[T, N]  NTT of X^(N/2) on every row (the imaginary unit in every slot).
     rescale:   per level l: :class:`RescaleTables` for l -> l-1 (None at level 0).
-    keyswitch: per level l: :class:`jax_fhe.rlwe.HybridTables` for the basis of level l.
+    keyswitch: per level l: the key-switching tables of level l's basis (method
+               ``params.keyswitch``; :class:`jax_fhe.rlwe.HybridTables` for "hybrid").
     Static: ``params``.
     """
 
@@ -103,8 +106,8 @@ class CKKSContext:
         """The tables rescaling from ``level`` to level - 1."""
         return self._tables(self.rescale, level, "rescale")
 
-    def keyswitch_tables(self, level: int) -> HybridTables:
-        """The hybrid key-switching tables of ``level``'s basis."""
+    def keyswitch_tables(self, level: int):
+        """The key-switching tables of ``level``'s basis."""
         return self._tables(self.keyswitch, level, "key-switching")
 
     def _tables(self, tabs, level, what):
@@ -127,9 +130,10 @@ def make_context(params: CKKSParams) -> CKKSContext:
     mono[:, params.n // 2] = 1
     imag = ops.ntt(jnp.asarray(mono), ring)
     rescale = (None,) + tuple(make_rescale_tables(params, l) for l in range(1, params.max_level + 1))
-    keyswitch = tuple(make_hybrid_tables(params.all_primes, params.rows(l), params.special_rows,
-                                         params.alpha) for l in range(params.max_level + 1))
-    return CKKSContext(ring=ring, imag=imag, rescale=rescale, keyswitch=keyswitch, params=params)
+    keyswitch_tables = tuple(keyswitch.make_tables(params.keyswitch, params.all_primes, params.rows(l),
+                                                   params.special_rows, params.alpha)
+                             for l in range(params.max_level + 1))
+    return CKKSContext(ring=ring, imag=imag, rescale=rescale, keyswitch=keyswitch_tables, params=params)
 
 
 def check_context(ctx, what: str) -> CKKSContext:

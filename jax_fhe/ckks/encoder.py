@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import ops
+from ..rns.crt import crt_centered
 from .context import CKKSContext, check_context
 from .types import Plaintext, check_data
 
@@ -101,19 +102,6 @@ def encode(values, ctx: CKKSContext, *, level: int | None = None, scale: float |
     res = integers_to_residues(coeffs, p.primes(level))
     data = ops.ntt(jnp.asarray(res), ctx.ring, p.rows(level))
     return Plaintext(data=data, level=level, scale=scale, slots=slots, params=p)
-
-
-def crt_centered(res: np.ndarray, primes) -> np.ndarray:
-    """Exact CRT: residues uint32[..., L, N] -> centered integers as an object array [..., N]."""
-    big_q = math.prod(int(q) for q in primes)
-    acc = np.zeros(res.shape[:-2] + res.shape[-1:], dtype=object)
-    for j, q in enumerate(primes):
-        qhat = big_q // int(q)
-        inv = pow(qhat % int(q), -1, int(q))
-        y = res[..., j, :].astype(np.uint64) * np.uint64(inv) % np.uint64(q)  # < 2^62
-        acc = acc + y.astype(object) * qhat
-    acc = acc % big_q
-    return np.where(acc > big_q // 2, acc - big_q, acc)
 
 
 def decode(pt: Plaintext, ctx: CKKSContext, *, real: bool = False) -> np.ndarray:

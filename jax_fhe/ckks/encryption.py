@@ -10,24 +10,12 @@ N = 2^16 instead of ~4 (docs/ckks-parameters.md).
 """
 from __future__ import annotations
 
-import math
-
-import jax.numpy as jnp
-import numpy as np
-
-from .. import ops
-from ..ops._checks import take_static
-from ..rlwe.hybrid import mod_down
-from ..rns.sampling import to_residues
-from ..rns.shoup import device_u32
+from ..ops import take_static
+from ..rlwe import encryption as rlwe_enc
+from ..rns.sampling import as_host_random
 from .context import CKKSContext, check_context
-from .keys import NOISE_TAIL, PublicKey, SecretKey, _rng
+from .keys import PublicKey, SecretKey
 from .types import Ciphertext, Plaintext, check_data
-
-
-def _noise(rng, shape, p, primes, ctx, rows):
-    e = rng.gaussian(shape, p.sigma, NOISE_TAIL)
-    return ops.ntt(jnp.asarray(to_residues(e, primes)), ctx.ring, rows)
 
 
 def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None) -> Ciphertext:
@@ -41,43 +29,21 @@ def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None) -> Ciphertext:
         raise ValueError(f"encrypt: plaintext ({pt.params.name!r}), key and context ({p.name!r}) "
                          "must use the same parameter set")
     check_data(pt.data, p, pt.level, (), "encrypt")
-    rng = _rng(rng)
-    rows, primes = p.rows(pt.level), p.primes(pt.level)
-    batch = tuple(pt.data.shape[:-2])
-    shape = batch + (p.n,)
+    rng = as_host_random(rng)
+    rows = p.rows(pt.level)
     if isinstance(key, PublicKey):
-        tables = ctx.keyswitch_tables(pt.level)
-        ext_rows, ext_primes = tables.ext_rows, tuple(p.all_primes[r] for r in tables.ext_rows)
-        ext_shape = batch + (len(ext_rows), p.n)
-        v = rng.ternary(shape)
-        v = ops.ntt(jnp.asarray(to_residues(v, ext_primes)), ctx.ring, ext_rows)
-        pk = take_static(key.data, ext_rows, -2, max_runs=1)
-        full = lambda x: jnp.broadcast_to(x, ext_shape)  # noqa: E731
-        b = ops.add_mod(ops.mul_mod(v, full(pk[0]), ctx.ring, ext_rows),
-                        _noise(rng, shape, p, ext_primes, ctx, ext_rows), ctx.ring, ext_rows)
-        a = ops.add_mod(ops.mul_mod(v, full(pk[1]), ctx.ring, ext_rows),
-                        _noise(rng, shape, p, ext_primes, ctx, ext_rows), ctx.ring, ext_rows)
-        # + P m on the level's rows (P m = 0 mod the special primes), then divide by P
-        big_p = math.prod(p.all_primes[r] for r in tables.special_rows)
-        pm = ops.mul_limb_consts(pt.data, device_u32([big_p % q for q in primes]), ctx.ring, rows)
-        nl = len(rows)
-        b = b.at[..., :nl, :].set(ops.add_mod(b[..., :nl, :], pm, ctx.ring, rows))
-        ct = mod_down(jnp.stack([b, a], axis=-3), ctx.ring, tables)
-        return Ciphertext(data=ct, level=pt.level, scale=pt.scale, slots=pt.slots, params=p)
+        data = rlwe_enc.encrypt_pk(pt.data, key.data, ctx.ring, rows, rng, p.sigma,
+                                   tables=ctx.keyswitch_tables(pt.level))
     elif isinstance(key, SecretKey):
-        a = jnp.asarray(np.moveaxis(rng.uniform_mod(primes, shape), 0, -2))
-        s = jnp.broadcast_to(take_static(key.s, rows, -2, max_runs=1), a.shape)
-        b = ops.sub_mod(_noise(rng, shape, p, primes, ctx, rows), ops.mul_mod(a, s, ctx.ring, rows),
-                        ctx.ring, rows)
+        s = take_static(key.s, rows, -2, max_runs=1)
+        data = rlwe_enc.encrypt_sk(pt.data, s, ctx.ring, rows, rng, p.sigma)
     else:
         raise TypeError(f"encrypt: key must be a PublicKey or SecretKey, got {type(key).__name__}")
-    b = ops.add_mod(b, pt.data, ctx.ring, rows)
-    return Ciphertext(data=jnp.stack([b, a], axis=-3), level=pt.level, scale=pt.scale,
-                      slots=pt.slots, params=p)
+    return Ciphertext(data=data, level=pt.level, scale=pt.scale, slots=pt.slots, params=p)
 
 
 def decrypt(ct: Ciphertext, ctx: CKKSContext, sk: SecretKey) -> Plaintext:
-    """b + a s: the plaintext (jittable)."""
+    """The phase c0 + c1 s (+ c2 s^2 for a degree-2 ciphertext): the plaintext (jittable)."""
     ctx = check_context(ctx, "decrypt")
     if not isinstance(ct, Ciphertext):
         raise TypeError(f"decrypt: expected a Ciphertext, got {type(ct).__name__}")
@@ -87,9 +53,7 @@ def decrypt(ct: Ciphertext, ctx: CKKSContext, sk: SecretKey) -> Plaintext:
     if ct.params != p or sk.params != p:
         raise ValueError(f"decrypt: ciphertext ({ct.params.name!r}), key ({sk.params.name!r}) and "
                          f"context ({p.name!r}) must use the same parameter set")
-    check_data(ct.data, p, ct.level, (2,), "decrypt")
+    check_data(ct.data, p, ct.level, (None,), "decrypt")
     rows = p.rows(ct.level)
-    b, a = ct.data[..., 0, :, :], ct.data[..., 1, :, :]
-    s = jnp.broadcast_to(take_static(sk.s, rows, -2, max_runs=1), a.shape)
-    m = ops.mac_mod(b, a, s, ctx.ring, rows)
+    m = rlwe_enc.phase(ct.data, take_static(sk.s, rows, -2, max_runs=1), ctx.ring, rows)
     return Plaintext(data=m, level=ct.level, scale=ct.scale, slots=ct.slots, params=p)

@@ -15,9 +15,16 @@ directly. Levels and scales are static; the rules:
   is relinearized and rescaled once. Products of ciphertexts at a level's default scale rescale
   exactly onto the next level's default scale; constants are encoded so that the same holds.
 * Plaintext operands must be at the ciphertext's level (or at a level whose primes include it).
+* Constants (Python numbers) are encoded on the host at trace time, so under ``jax.jit`` they
+  must be static (``jax.jit(ckks.mul, static_argnums=1)`` or ``functools.partial``); so must
+  rotation steps. Traced values raise a TypeError that says so.
+* ``mul(..., relinearize=False)`` returns a degree-2 ciphertext (three polynomials, phase
+  c0 + c1 s + c2 s^2); add/sub/rescale/decrypt accept it, :func:`relinearize` brings it back.
+  Key switching goes through :mod:`jax_fhe.rlwe.keyswitch` (the method the parameter set names).
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import jax
@@ -25,8 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import ops
-from ..ops._checks import take_static
-from ..rlwe import hybrid
+from ..ops import take_limbs, take_static
+from ..rlwe import keyswitch
 from ..rns.shoup import device_u32
 from .context import CKKSContext, check_context
 from .keys import EvalKeys
@@ -35,12 +42,19 @@ from .types import Ciphertext, Plaintext, check_data
 
 # -- checks and small helpers -----------------------------------------------------------------
 
-def check_ct(ct, ctx: CKKSContext, what: str) -> None:
+def check_ct(ct, ctx: CKKSContext, what: str, *, any_degree: bool = False) -> None:
+    """Raise unless ``ct`` is a Ciphertext of the context's parameter set with data of its level
+    (two polynomials, or any number with ``any_degree``)."""
     if not isinstance(ct, Ciphertext):
         raise TypeError(f"{what}: expected a Ciphertext, got {type(ct).__name__}")
     if ct.params != ctx.params:
         raise ValueError(f"{what}: ciphertext is for {ct.params.name!r}, context for {ctx.params.name!r}")
-    check_data(ct.data, ct.params, ct.level, (2,), what)
+    if not ct.is_ntt:
+        raise ValueError(f"{what}: the ciphertext is in the coefficient domain; CKKS evaluates in the NTT domain")
+    if not any_degree and getattr(ct.data, "ndim", 0) >= 3 and ct.data.shape[-3] == 3:
+        raise ValueError(f"{what}: the ciphertext has degree 2 (mul(..., relinearize=False)); "
+                         "relinearize it first (ckks.relinearize)")
+    check_data(ct.data, ct.params, ct.level, (None,) if any_degree else (2,), what)
 
 
 def _check_pt(pt, ctx, what):
@@ -58,15 +72,18 @@ def _is_number(x) -> bool:
     return isinstance(x, numbers.Number) and not isinstance(x, bool)
 
 
+def _check_static_constant(x, what: str) -> None:
+    """A traced value where a constant belongs: explain that constants are static."""
+    if isinstance(x, jax.core.Tracer):
+        raise TypeError(
+            f"{what}: the constant is a traced value ({type(x).__name__}); constants are encoded on "
+            "the host at the ciphertext's scale, so under jax.jit they must be static Python numbers: "
+            "use jax.jit(f, static_argnums=...) or functools.partial(ckks.mul, c=...) / a closure")
+
+
 def scales_match(s1: float, s2: float, params) -> bool:
     """Whether two scales agree within the relative tolerance 2^-(log_scale - 4)."""
     return abs(s1 / s2 - 1.0) <= 2.0 ** -(params.log_scale - 4)
-
-
-def _with(ct: Ciphertext, data, **kw) -> Ciphertext:
-    fields = dict(level=ct.level, scale=ct.scale, slots=ct.slots, params=ct.params)
-    fields.update(kw)
-    return Ciphertext(data=data, **fields)
 
 
 def _const_ntt(c, scale: float, ctx: CKKSContext, rows, like) -> jax.Array:
@@ -97,12 +114,12 @@ def rescale_data(x, ctx: CKKSContext, level: int) -> jax.Array:
     t = ctx.rescale_tables(level)
     p = ctx.params
     drop, new = p.dropped(level), p.rows(level - 1)
-    xd = hybrid._take_limbs(x, t.drop_pos)
+    xd = take_limbs(x, t.drop_pos)
     c = ops.intt(xd, ctx.ring, drop)
     if p.added(level):
         c = ops.mul_limb_consts(c, t.r_mod_d, ctx.ring, drop)
-    conv = ops.ntt(hybrid.exact_conv(c, t.conv, ctx.ring), ctx.ring, new)
-    xk = hybrid._take_limbs(x, t.keep_pos)
+    conv = ops.ntt(ops.exact_conv(c, t.conv), ctx.ring, new)
+    xk = take_limbs(x, t.keep_pos)
     return ops.sub_mod(ops.mul_limb_consts(xk, t.r_dinv, ctx.ring, new),
                        ops.mul_limb_consts(conv, t.d_inv, ctx.ring, new), ctx.ring, new)
 
@@ -110,11 +127,11 @@ def rescale_data(x, ctx: CKKSContext, level: int) -> jax.Array:
 def rescale(ct: Ciphertext, ctx: CKKSContext) -> Ciphertext:
     """Divide by rho_level (drop the set D, add the set R): level - 1, scale / rho_level."""
     ctx = check_context(ctx, "rescale")
-    check_ct(ct, ctx, "rescale")
+    check_ct(ct, ctx, "rescale", any_degree=True)
     if ct.level == 0:
         raise ValueError("rescale: the ciphertext is at level 0; no level left to rescale")
     rho = float(ct.params.ratio(ct.level))
-    return _with(ct, rescale_data(ct.data, ctx, ct.level), level=ct.level - 1, scale=ct.scale / rho)
+    return ct.replace(data=rescale_data(ct.data, ctx, ct.level), level=ct.level - 1, scale=ct.scale / rho)
 
 
 _rescale = rescale  # for functions whose ``rescale`` flag shadows the name
@@ -122,14 +139,14 @@ _rescale = rescale  # for functions whose ``rescale`` flag shadows the name
 
 def _drop_limbs(x, params, level: int, target: int) -> jax.Array:
     rows = params.rows(level)
-    return hybrid._take_limbs(x, [rows.index(r) for r in params.rows(target)])
+    return take_limbs(x, [rows.index(r) for r in params.rows(target)])
 
 
 def _mul_int(ct: Ciphertext, c: int, ctx) -> Ciphertext:
     """Multiply by the integer c (scale times c)."""
     rows = ct.params.rows(ct.level)
     w = _const_ntt(c, 1.0, ctx, rows, ct.data[..., 0, :, :])
-    return _with(ct, _mul_data(ct.data, w, ctx, rows), scale=ct.scale * c)
+    return ct.replace(data=_mul_data(ct.data, w, ctx, rows), scale=ct.scale * c)
 
 
 def _rescale_to(ct: Ciphertext, ctx, scale: float) -> Ciphertext:
@@ -150,7 +167,7 @@ def level_down(ct: Ciphertext, ctx: CKKSContext, level: int, *, scale: float | N
     drops limbs as far as possible and then multiplies by integer constants and rescales
     (Cheddar's rule: never drop limbs unless the subset test passes)."""
     ctx = check_context(ctx, "level_down")
-    check_ct(ct, ctx, "level_down")
+    check_ct(ct, ctx, "level_down", any_degree=True)
     p = ct.params
     p.check_level(level)
     if level > ct.level:
@@ -160,13 +177,13 @@ def level_down(ct: Ciphertext, ctx: CKKSContext, level: int, *, scale: float | N
         if level == ct.level:
             return ct
         if p.is_subset(level, ct.level):
-            return _with(ct, _drop_limbs(ct.data, p, ct.level, level), level=level)
+            return ct.replace(data=_drop_limbs(ct.data, p, ct.level, level), level=level)
     elif level == ct.level:
         raise ValueError(f"level_down: changing the scale from 2^{np.log2(ct.scale):.3f} to "
                          f"2^{np.log2(target):.3f} needs a rescale; target a lower level")
     cur = ct
     if cur.level > level + 1 and p.is_subset(level + 1, cur.level):
-        cur = _with(cur, _drop_limbs(cur.data, p, cur.level, level + 1), level=level + 1)
+        cur = cur.replace(data=_drop_limbs(cur.data, p, cur.level, level + 1), level=level + 1)
     while cur.level > level + 1:
         cur = _rescale_to(cur, ctx, p.default_scale(cur.level - 1))
     return _rescale_to(cur, ctx, target)
@@ -213,26 +230,39 @@ def _pt_at(pt: Plaintext, ct: Ciphertext, ctx, what):
 
 # -- addition -----------------------------------------------------------------------------------
 
-def _operands(a, b, ctx, what):
+def _operands(a, b, ctx, what, any_degree=False):
     """Validate a binary operation's operands: the ciphertext first; a second ciphertext must
     share the parameter set and slot count."""
     ctx = check_context(ctx, what)
     if not isinstance(a, Ciphertext) and isinstance(b, Ciphertext):
         a, b = b, a
-    check_ct(a, ctx, what)
+    check_ct(a, ctx, what, any_degree=any_degree)
+    _check_static_constant(b, what)
     if isinstance(b, Ciphertext):
-        check_ct(b, ctx, what)
+        check_ct(b, ctx, what, any_degree=any_degree)
         _check_slots(a, b, what)
     return a, b, ctx
 
 
+def _pad_size(x, size: int):
+    """Ciphertext data uint32[..., k, L, N] padded with zero polynomials to ``size``."""
+    k = x.shape[-3]
+    if k == size:
+        return x
+    pad = [(0, 0)] * x.ndim
+    pad[-3] = (0, size - k)
+    return jnp.pad(x, pad)
+
+
 def add(a: Ciphertext, b, ctx: CKKSContext) -> Ciphertext:
     """a + b for b a Ciphertext, a Plaintext or a (complex) number, with level/scale alignment."""
-    a, b, ctx = _operands(a, b, ctx, "add")
+    a, b, ctx = _operands(a, b, ctx, "add", any_degree=True)
     if isinstance(b, Ciphertext):
         a, b = _same_level(a, b, ctx, match_scale=True)
         rows = a.params.rows(a.level)
-        return _with(a, ops.add_mod(*jnp.broadcast_arrays(a.data, b.data), ctx.ring, rows))
+        size = max(a.size, b.size)
+        x, y = jnp.broadcast_arrays(_pad_size(a.data, size), _pad_size(b.data, size))
+        return a.replace(data=ops.add_mod(x, y, ctx.ring, rows))
     rows = a.params.rows(a.level)
     if isinstance(b, Plaintext):
         data, a = _pt_at(b, a, ctx, "add")
@@ -246,18 +276,19 @@ def add(a: Ciphertext, b, ctx: CKKSContext) -> Ciphertext:
         raise TypeError(f"add: cannot add a {type(b).__name__} to a Ciphertext")
     c0 = a.data[..., 0, :, :]
     c0, data = jnp.broadcast_arrays(c0, data)
-    c1 = jnp.broadcast_to(a.data[..., 1, :, :], c0.shape)
-    return _with(a, jnp.stack([ops.add_mod(c0, data, ctx.ring, rows), c1], axis=-3))
+    rest = [jnp.broadcast_to(a.data[..., i, :, :], c0.shape) for i in range(1, a.size)]
+    return a.replace(data=jnp.stack([ops.add_mod(c0, data, ctx.ring, rows)] + rest, axis=-3))
 
 
 def neg(a: Ciphertext, ctx: CKKSContext) -> Ciphertext:
     ctx = check_context(ctx, "neg")
-    check_ct(a, ctx, "neg")
-    return _with(a, ops.neg_mod(a.data, ctx.ring, a.params.rows(a.level)))
+    check_ct(a, ctx, "neg", any_degree=True)
+    return a.replace(data=ops.neg_mod(a.data, ctx.ring, a.params.rows(a.level)))
 
 
 def sub(a, b, ctx: CKKSContext) -> Ciphertext:
     """a - b (either may be a Plaintext or a number, not both)."""
+    _check_static_constant(b, "sub")
     if isinstance(b, Ciphertext):
         return add(neg(b, ctx), a, ctx)
     if isinstance(b, Plaintext):
@@ -274,7 +305,7 @@ def sub(a, b, ctx: CKKSContext) -> Ciphertext:
 def relinearize_data(d0, d1, d2, ctx: CKKSContext, relin_key, level: int) -> jax.Array:
     """(d0, d1, d2) under (1, s, s^2) -> uint32[..., 2, L, N] under (1, s)."""
     rows = ctx.params.rows(level)
-    u = hybrid.key_switch(d2, relin_key, ctx.ring, ctx.keyswitch_tables(level))
+    u = keyswitch.key_switch(d2, relin_key, ctx.ring, ctx.keyswitch_tables(level))
     return jnp.stack([ops.add_mod(d0, u[..., 0, :, :], ctx.ring, rows),
                       ops.add_mod(d1, u[..., 1, :, :], ctx.ring, rows)], axis=-3)
 
@@ -291,40 +322,76 @@ def _const_scale(ct: Ciphertext, c, rescale_after: bool) -> float:
     return p.default_scale(ct.level - 1) * float(p.ratio(ct.level)) / ct.scale
 
 
-def mul(a: Ciphertext, b, ctx: CKKSContext, evk: EvalKeys | None = None, *, rescale: bool = True) -> Ciphertext:
-    """a * b for b a Ciphertext (relinearized with ``evk.relin``), a Plaintext or a number;
-    then one rescale unless ``rescale=False``."""
-    a, b, ctx = _operands(a, b, ctx, "mul")
+def relinearize(ct: Ciphertext, ctx: CKKSContext, evk: EvalKeys) -> Ciphertext:
+    """A degree-2 ciphertext (three polynomials, from ``mul(..., relinearize=False)``) back to
+    two polynomials under s, with ``evk.relin``; a degree-1 ciphertext is returned as is."""
+    ctx = check_context(ctx, "relinearize")
+    check_ct(ct, ctx, "relinearize", any_degree=True)
+    if ct.size == 2:
+        return ct
+    _check_relin_key(evk, ctx, "relinearize")
+    d = ct.data
+    return ct.replace(data=relinearize_data(d[..., 0, :, :], d[..., 1, :, :], d[..., 2, :, :], ctx,
+                                            evk.relin, ct.level))
+
+
+def _check_relin_key(evk, ctx, what):
+    if not isinstance(evk, EvalKeys) or evk.relin is None:
+        raise ValueError(f"{what}: ciphertext x ciphertext needs EvalKeys with a relinearization key")
+    if evk.params != ctx.params:
+        raise ValueError(f"{what}: keys are for {evk.params.name!r}, context for {ctx.params.name!r}")
+
+
+def _check_room(ct: Ciphertext, what: str) -> Ciphertext:
+    """Raise where a ciphertext's scale leaves the level's modulus no room for a message: it
+    would decrypt to garbage (e.g. a product left unrescaled at level 0)."""
+    log_q = math.log2(ct.params.modulus(ct.level))
+    if math.log2(ct.scale) >= log_q - 1:
+        raise ValueError(f"{what}: the result's scale 2^{math.log2(ct.scale):.1f} does not fit level "
+                         f"{ct.level}'s modulus 2^{log_q:.1f} (it would decrypt to garbage); rescale "
+                         f"(rescale=True) or multiply at a higher level")
+    return ct
+
+
+def mul(a: Ciphertext, b, ctx: CKKSContext, evk: EvalKeys | None = None, *, rescale: bool = True,
+        relinearize: bool = True) -> Ciphertext:
+    """a * b for b a Ciphertext (relinearized with ``evk.relin`` unless ``relinearize=False``,
+    which returns a degree-2 ciphertext), a Plaintext or a number; then one rescale unless
+    ``rescale=False``. ``b`` as a number must be static under jit (see the module doc)."""
+    a, b, ctx = _operands(a, b, ctx, "mul", any_degree=True)
     if isinstance(b, Ciphertext):
-        if not isinstance(evk, EvalKeys) or evk.relin is None:
-            raise ValueError("mul: ciphertext x ciphertext needs EvalKeys with a relinearization key")
-        if evk.params != ctx.params:
-            raise ValueError(f"mul: keys are for {evk.params.name!r}, context for {ctx.params.name!r}")
+        if a.size != 2 or b.size != 2:
+            raise ValueError("mul: ciphertext x ciphertext needs degree-1 operands; relinearize first")
+        if relinearize:
+            _check_relin_key(evk, ctx, "mul")
         a, b = _same_level(a, b, ctx, match_scale=False)
         rows = a.params.rows(a.level)
         x, y = jnp.broadcast_arrays(a.data, b.data)
         b1, a1, b2, a2 = x[..., 0, :, :], x[..., 1, :, :], y[..., 0, :, :], y[..., 1, :, :]
         mm = lambda u, v: ops.mul_mod(u, v, ctx.ring, rows)  # noqa: E731
         d1 = ops.add_mod(mm(b1, a2), mm(a1, b2), ctx.ring, rows)
-        data = relinearize_data(mm(b1, b2), d1, mm(a1, a2), ctx, evk.relin, a.level)
-        out = _with(a, data, scale=a.scale * b.scale)
+        if relinearize:
+            data = relinearize_data(mm(b1, b2), d1, mm(a1, a2), ctx, evk.relin, a.level)
+        else:
+            data = jnp.stack([mm(b1, b2), d1, mm(a1, a2)], axis=-3)
+        out = a.replace(data=data, scale=a.scale * b.scale)
     elif isinstance(b, Plaintext):
         w, a = _pt_at(b, a, ctx, "mul")
-        out = _with(a, _mul_data(a.data, w, ctx, a.params.rows(a.level)), scale=a.scale * b.scale)
+        out = a.replace(data=_mul_data(a.data, w, ctx, a.params.rows(a.level)), scale=a.scale * b.scale)
     elif _is_number(b):
         sc = _const_scale(a, b, rescale)
         rows = a.params.rows(a.level)
         w = _const_ntt(b, sc, ctx, rows, a.data[..., 0, :, :])
-        out = _with(a, _mul_data(a.data, w, ctx, rows), scale=a.scale * sc)
+        out = a.replace(data=_mul_data(a.data, w, ctx, rows), scale=a.scale * sc)
     else:
         raise TypeError(f"mul: cannot multiply a Ciphertext by a {type(b).__name__}")
-    return _rescale(out, ctx) if rescale else out
+    return _rescale(out, ctx) if rescale else _check_room(out, "mul")
 
 
 def mul_i(a: Ciphertext, ctx: CKKSContext) -> Ciphertext:
     """Multiply every slot by the imaginary unit (X^(N/2)): no level, no noise."""
     ctx = check_context(ctx, "mul_i")
-    check_ct(a, ctx, "mul_i")
+    check_ct(a, ctx, "mul_i", any_degree=True)
     rows = a.params.rows(a.level)
     unit = take_static(ctx.imag, rows, 0)
-    return _with(a, _mul_data(a.data, jnp.broadcast_to(unit, a.data.shape[:-3] + unit.shape), ctx, rows))
+    return a.replace(data=_mul_data(a.data, jnp.broadcast_to(unit, a.data.shape[:-3] + unit.shape), ctx, rows))

@@ -10,16 +10,17 @@ ciphertext can share one ModUp (hoisting).
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 
 from .. import ops
-from ..rlwe.hybrid import KeySwitchKey, gen_switching_key
-from ..rns._pytree import pytree_dataclass, static_field
-from ..rns.sampling import HostRandom, to_residues
+from ..rlwe import encryption as rlwe_enc
+from ..rlwe import galois as rlwe_galois
+from ..rlwe import keyswitch
+from ..rlwe.encryption import NOISE_TAIL
+from ..rns.pytree import pytree_dataclass, static_field
+from ..rns.sampling import HostRandom, as_host_random
 from .context import CKKSContext, check_context
 from .params import CKKSParams
-
-NOISE_TAIL = 6.0  # Gaussian noise truncated at 6 sigma
 
 
 @pytree_dataclass
@@ -47,12 +48,13 @@ class PublicKey:
 
 @pytree_dataclass
 class EvalKeys:
-    """Evaluation keys: ``relin`` (s^2 -> s), ``rotations`` {step: key} for slot rotations by
-    ``step`` (0 < step < N/2), ``conjugation``. Missing keys are None / absent."""
+    """Evaluation keys (of the parameter set's key-switching method): ``relin`` (s^2 -> s),
+    ``rotations`` {step: key} for slot rotations by ``step`` (0 < step < N/2),
+    ``conjugation``. Missing keys are None / absent."""
 
-    relin: KeySwitchKey | None
+    relin: object
     rotations: dict
-    conjugation: KeySwitchKey | None
+    conjugation: object
     params: CKKSParams = static_field()
 
     def __repr__(self) -> str:
@@ -69,29 +71,23 @@ class KeySet:
     evaluation: EvalKeys
 
 
-def _rng(rng) -> HostRandom:
-    if rng is None:
-        return HostRandom()
-    if not isinstance(rng, HostRandom):
-        raise TypeError(f"rng must be a jax_fhe.rns.HostRandom (or None for os.urandom), got {type(rng).__name__}")
-    return rng
-
-
 def normalize_step(step: int, params: CKKSParams) -> int:
     """A rotation step as an integer in [0, N/2) (negative steps rotate right)."""
-    if isinstance(step, bool) or not isinstance(step, int):
+    if isinstance(step, jax.core.Tracer):
+        raise TypeError("rotation step must be an int known at trace time (it selects a key and a "
+                        "permutation), got a traced value: under jax.jit mark it static "
+                        "(jax.jit(ckks.rotate, static_argnums=1)) or close over it")
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
         raise TypeError(f"rotation step must be an int, got {step!r}")
+    step = int(step)
     return step % params.slots
 
 
 def gen_secret_key(ctx: CKKSContext, rng: HostRandom | None = None) -> SecretKey:
     ctx = check_context(ctx, "gen_secret_key")
-    p, rng = ctx.params, _rng(rng)
-    if p.hamming_weight is None:
-        s = rng.ternary((p.n,))
-    else:
-        s = rng.hamming_ternary(p.n, p.hamming_weight)[0]
-    return SecretKey(s=ops.ntt(jnp.asarray(to_residues(s, p.all_primes)), ctx.ring), params=p)
+    p = ctx.params
+    s = rlwe_enc.sample_secret(p.n, as_host_random(rng), p.hamming_weight)
+    return SecretKey(s=rlwe_enc.secret_ntt(s, ctx.ring), params=p)
 
 
 def _check_sk(sk, ctx, what):
@@ -106,54 +102,71 @@ def gen_public_key(ctx: CKKSContext, sk: SecretKey, rng: HostRandom | None = Non
     QP and divides by P (see :func:`jax_fhe.ckks.encrypt`)."""
     ctx = check_context(ctx, "gen_public_key")
     _check_sk(sk, ctx, "gen_public_key")
-    p, rng = ctx.params, _rng(rng)
-    primes = p.all_primes
-    a = jnp.asarray(rng.uniform_mod(primes, p.n))
-    e = ops.ntt(jnp.asarray(to_residues(rng.gaussian((p.n,), p.sigma, NOISE_TAIL), primes)), ctx.ring)
-    b = ops.sub_mod(e, ops.mul_mod(a, sk.s, ctx.ring), ctx.ring)
-    return PublicKey(data=jnp.stack([b, a]), params=p)
-
-
-def _switching_key(ctx, sk, s_from, s_to, rng):
     p = ctx.params
-    return gen_switching_key(ctx.ring, s_from, s_to, num_q=p.num_q, alpha=p.alpha, sigma=p.sigma,
-                             rng=rng, tail=NOISE_TAIL)
+    data = rlwe_enc.gen_public_key(sk.s, ctx.ring, range(len(p.all_primes)), as_host_random(rng), p.sigma)
+    return PublicKey(data=data, params=p)
 
 
-def gen_relin_key(ctx: CKKSContext, sk: SecretKey, rng: HostRandom | None = None) -> KeySwitchKey:
+def _key_options(ctx) -> dict:
+    p = ctx.params
+    return dict(num_q=p.num_q, alpha=p.alpha, sigma=p.sigma, tail=NOISE_TAIL)
+
+
+def gen_switching_key(ctx: CKKSContext, s_from, s_to, rng: HostRandom | None = None):
+    """A key (of the parameter set's method) switching x s_from into a ciphertext under s_to,
+    both NTT-domain uint32[T, N] over every row of the context."""
+    ctx = check_context(ctx, "gen_switching_key")
+    return keyswitch.gen_key(ctx.params.keyswitch, ctx.ring, s_from, s_to, rng=as_host_random(rng),
+                             **_key_options(ctx))
+
+
+def gen_relin_key(ctx: CKKSContext, sk: SecretKey, rng: HostRandom | None = None):
     """Relinearization key: switches s^2 to s."""
     ctx = check_context(ctx, "gen_relin_key")
     _check_sk(sk, ctx, "gen_relin_key")
-    return _switching_key(ctx, sk, ops.mul_mod(sk.s, sk.s, ctx.ring), sk.s, _rng(rng))
+    return gen_switching_key(ctx, ops.mul_mod(sk.s, sk.s, ctx.ring), sk.s, rng)
 
 
-def gen_galois_key(ctx: CKKSContext, sk: SecretKey, galois: int, rng: HostRandom | None = None) -> KeySwitchKey:
-    """Key for the automorphism X -> X^galois: switches s into a form under sigma^-1(s)."""
+def gen_galois_key(ctx: CKKSContext, sk: SecretKey, galois: int, rng: HostRandom | None = None):
+    """Key for the automorphism X -> X^galois: switches s into a form under sigma^-1(s)
+    (:func:`jax_fhe.rlwe.gen_galois_key`)."""
     ctx = check_context(ctx, "gen_galois_key")
     _check_sk(sk, ctx, "gen_galois_key")
-    g_inv = pow(int(galois), -1, 2 * ctx.params.n)
-    return _switching_key(ctx, sk, sk.s, ops.automorphism_ntt(sk.s, g_inv), _rng(rng))
+    return rlwe_galois.gen_galois_key(ctx.params.keyswitch, ctx.ring, sk.s, galois,
+                                      rng=as_host_random(rng), **_key_options(ctx))
 
 
-def gen_rotation_keys(ctx: CKKSContext, sk: SecretKey, steps, rng: HostRandom | None = None) -> dict:
-    """{step: key} for slot rotations by each step (normalized to [0, N/2); 0 is skipped)."""
-    rng = _rng(rng)
+def show_progress(progress: bool | None, count: int, n: int) -> bool:
+    """Whether key generation shows a progress bar: ``progress`` if given, else when the work is
+    long enough to matter (four or more keys at N >= 2^14, about a second or more)."""
+    return bool(progress) if progress is not None else (count >= 4 and n >= 1 << 14)
+
+
+def gen_rotation_keys(ctx: CKKSContext, sk: SecretKey, steps, rng: HostRandom | None = None,
+                      *, progress: bool | None = None) -> dict:
+    """{step: key} for slot rotations by each step (normalized to [0, N/2); 0 is skipped).
+    ``progress``: show a progress bar (tqdm) over the keys (None: when there are many)."""
+    rng = as_host_random(rng)
     n = ctx.params.n
     norm = sorted({normalize_step(s, ctx.params) for s in steps} - {0})
+    if show_progress(progress, len(norm), n):
+        from tqdm.auto import tqdm
+        norm = tqdm(norm, desc="rotation keys", unit="key")
     return {s: gen_galois_key(ctx, sk, ops.galois_element(s, n), rng) for s in norm}
 
 
 def keygen(ctx: CKKSContext, rng: HostRandom | None = None, *, rotations=(), conjugation: bool = False,
-           relin: bool = True) -> KeySet:
+           relin: bool = True, progress: bool | None = None) -> KeySet:
     """Secret, public, relinearization, rotation (for ``rotations`` steps) and conjugation
-    keys. ``rng``: a HostRandom; None means os.urandom."""
+    keys. ``rng``: a HostRandom; None means os.urandom. ``progress``: a progress bar over the
+    rotation keys (None: when there are many)."""
     ctx = check_context(ctx, "keygen")
-    rng = _rng(rng)
+    rng = as_host_random(rng)
     sk = gen_secret_key(ctx, rng)
     pk = gen_public_key(ctx, sk, rng)
     evk = EvalKeys(
         relin=gen_relin_key(ctx, sk, rng) if relin else None,
-        rotations=gen_rotation_keys(ctx, sk, rotations, rng),
+        rotations=gen_rotation_keys(ctx, sk, rotations, rng, progress=progress),
         conjugation=gen_galois_key(ctx, sk, ops.conjugation_element(ctx.params.n), rng) if conjugation else None,
         params=ctx.params,
     )

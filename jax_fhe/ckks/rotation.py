@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import jax.numpy as jnp
-
 from .. import ops
-from ..rlwe import hybrid
+from ..rlwe import galois
 from .context import CKKSContext, check_context
-from .evaluator import _with, check_ct
+from .evaluator import check_ct
 from .keys import EvalKeys, normalize_step
 from .types import Ciphertext
 
@@ -38,20 +36,13 @@ def _rotation_key(evk: EvalKeys, step: int):
     return key
 
 
-def _finish(ct: Ciphertext, u, galois: int, ctx) -> Ciphertext:
-    """sigma_galois((b + u0, u1))."""
-    rows = ct.params.rows(ct.level)
-    c0 = ops.add_mod(ct.data[..., 0, :, :], u[..., 0, :, :], ctx.ring, rows)
-    return _with(ct, ops.automorphism_ntt(jnp.stack([c0, u[..., 1, :, :]], axis=-3), galois))
-
-
-def _apply(ct, ctx, key, galois):
-    u = hybrid.key_switch(ct.data[..., 1, :, :], key, ctx.ring, ctx.keyswitch_tables(ct.level))
-    return _finish(ct, u, galois, ctx)
+def _apply(ct, ctx, key, g):
+    return ct.replace(data=galois.apply_galois(ct.data, g, key, ctx.ring, ctx.keyswitch_tables(ct.level)))
 
 
 def rotate(ct: Ciphertext, step: int, ctx: CKKSContext, evk: EvalKeys) -> Ciphertext:
-    """Rotate the slots left by ``step`` (negative: right); needs the key for step mod N/2."""
+    """Rotate the slots left by ``step`` (negative: right); needs the key for step mod N/2.
+    ``step`` is static (a Python int; under jit mark it static)."""
     ctx = check_context(ctx, "rotate")
     check_ct(ct, ctx, "rotate")
     _check_keys(evk, ctx, "rotate")
@@ -78,16 +69,8 @@ def rotate_hoisted(ct: Ciphertext, steps: Sequence[int], ctx: CKKSContext, evk: 
     _check_keys(evk, ctx, "rotate_hoisted")
     norm = [normalize_step(s, ctx.params) for s in steps]
     keys = {s: _rotation_key(evk, s) for s in norm if s}
-    if not keys:
-        return [ct for _ in norm]
-    tables = ctx.keyswitch_tables(ct.level)
-    a = ct.data[..., 1, :, :]
-    convs = hybrid.mod_up_convs(a, ctx.ring, tables)
-    out = []
-    for s in norm:
-        if s == 0:
-            out.append(ct)
-            continue
-        u = hybrid.key_switch_convs(a, convs, keys[s], ctx.ring, tables)
-        out.append(_finish(ct, u, ops.galois_element(s, ctx.params.n), ctx))
-    return out
+    n = ctx.params.n
+    moved = galois.apply_galois_hoisted(ct.data, [(ops.galois_element(s, n), keys[s]) for s in keys],
+                                        ctx.ring, ctx.keyswitch_tables(ct.level))
+    by_step = dict(zip(keys, moved))
+    return [ct if s == 0 else ct.replace(data=by_step[s]) for s in norm]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from ..rns._pytree import pytree_dataclass, static_field
+from ..rlwe.ciphertext import Ciphertext as RLWECiphertext
+from ..rns.pytree import pytree_dataclass, static_field
 from .params import CKKSParams
 
 
@@ -33,31 +34,34 @@ class Plaintext:
 
 
 @pytree_dataclass
-class Ciphertext:
-    """An RLWE ciphertext (b, a) with b + a s = Plaintext: data uint32[..., 2, L, N] in the NTT
-    domain over the rows of ``level``; leading axes are batch axes."""
+class Ciphertext(RLWECiphertext):
+    """A CKKS ciphertext: the RLWE ciphertext (:class:`jax_fhe.rlwe.Ciphertext`) data
+    uint32[..., k, L, N] in the NTT domain over the rows of ``level`` (k = 2; 3 after a
+    multiplication without relinearization), whose phase c0 + c1 s (+ c2 s^2) is the
+    Plaintext; leading axes are batch axes (``ct[i]`` indexes them)."""
 
-    data: jax.Array
     level: int = static_field()
     scale: float = static_field()
     slots: int = static_field()
     params: CKKSParams = static_field()
 
-    @property
-    def batch_shape(self) -> tuple:
-        return tuple(self.data.shape[:-3])
-
     def __repr__(self) -> str:
+        deg = "" if self.size == 2 else f", degree={self.degree}"
         return (f"Ciphertext(shape={tuple(self.data.shape)}, level={self.level}, "
-                f"scale=2^{np.log2(self.scale):.3f}, slots={self.slots}, params={self.params.name!r})")
+                f"scale=2^{np.log2(self.scale):.3f}, slots={self.slots}{deg}, params={self.params.name!r})")
 
 
 def check_data(x, params: CKKSParams, level: int, lead: tuple, what: str):
-    """Raise TypeError/ValueError unless x is uint32[..., *lead, L, N] for ``level``."""
+    """Raise TypeError/ValueError unless x is uint32[..., *lead, L, N] for ``level`` (an entry
+    None in ``lead`` accepts any size there)."""
     dtype = getattr(x, "dtype", None)
     if dtype is None or np.dtype(dtype) != np.uint32:
         raise TypeError(f"{what}: data must be a uint32 array, got {dtype if dtype is not None else type(x).__name__}")
     want = tuple(lead) + (len(params.rows(level)), params.n)
-    if x.ndim < len(want) or tuple(x.shape[-len(want):]) != want:
+    got = tuple(x.shape[-len(want):]) if x.ndim >= len(want) else ()
+    if not got or any(w is not None and g != w for g, w in zip(got, want)):
+        # an open size shows as the data's own (or k): the limbs and N are what is wrong
+        want = tuple(w if w is not None else (g if g in (2, 3) else "k")
+                     for w, g in zip(want, got or (None,) * len(want)))
         raise ValueError(f"{what}: data has shape {tuple(x.shape)}, expected [..., "
                          f"{', '.join(map(str, want))}] for level {level} of {params.name!r}")

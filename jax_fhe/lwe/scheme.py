@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..rns._pytree import pytree_dataclass, static_field
+from ..rns.pytree import pytree_dataclass, static_field
 from .params import LWEParams
 from .sampling import HostRandom
 

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..rns.context import RNSContext, check_ring_degree
+from .limbs import take_static
 
 
 def as_poly(x, what: str, n: int | None = None) -> jax.Array:
@@ -35,29 +36,6 @@ def rows_array(rows) -> np.ndarray:
     1, and the extra axis keeps XLA from rewriting rows 0..L-1 into an iota instruction, which
     the GPU would run as a kernel of its own before every transform that takes it."""
     return np.asarray(rows, dtype=np.int32).reshape(1, -1)
-
-
-def take_static(x, positions, axis: int, max_runs: int = 8) -> jax.Array:
-    """``x`` at the static ``positions`` along ``axis``, as a slice or a concatenation of a few
-    slices (one per run of consecutive positions). Slices and concatenations fuse into their
-    element-wise consumers; a gather with constant indices is materialised as its own kernel
-    (one more launch, and for data a full copy). More than ``max_runs`` runs fall back to a
-    gather (for data pass max_runs=1: XLA may materialise a concatenation of several slices
-    where it would have fused the gather into the consumer)."""
-    positions = tuple(int(p) for p in positions)
-    axis = axis % x.ndim
-    if positions == tuple(range(x.shape[axis])):
-        return x
-    runs = []
-    for p in positions:
-        if runs and p == runs[-1][1]:
-            runs[-1][1] += 1
-        else:
-            runs.append([p, p + 1])
-    if not positions or len(runs) > max_runs:
-        return jnp.take(x, np.asarray(positions, dtype=np.int32), axis=axis)
-    parts = [jax.lax.slice_in_dim(x, a, b, axis=axis) for a, b in runs]
-    return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=axis)
 
 
 def limb_constants(table, ctx: RNSContext, rows) -> jax.Array:

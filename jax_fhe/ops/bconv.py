@@ -5,9 +5,11 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
-from ..rns._pytree import pytree_dataclass, static_field
 from ..rns.bconv import BConvTable
+from ..rns.crt import MAX_TERMS, CrtQuotient, ExactConv
+from ..rns.pytree import pytree_dataclass, static_field
 from ._checks import as_poly
 
 
@@ -28,7 +30,7 @@ def bconv_centered(x, table: BConvTable, quotient, src_prod, limb_offset: int | 
     x:        uint32[..., Lin, N], residues mod ``table.src`` (product Q), 1 <= Lin <= 16; or,
               with ``limb_offset``, uint32[..., Lx, N] whose limbs [limb_offset, limb_offset +
               Lin) are those residues (read in place: no slice is materialised).
-    quotient: the fixed-point CRT quotient of ``table.src`` (:class:`jax_fhe.rlwe.crt.CrtQuotient`:
+    quotient: the fixed-point CRT quotient of ``table.src`` (:class:`jax_fhe.rns.CrtQuotient`:
               inv_fix uint32[Lin], static fix_bits).
     src_prod: uint32[Lout], Q mod each prime of ``table.dst``.
     Returns uint32[..., Lout, N]:
@@ -37,14 +39,12 @@ def bconv_centered(x, table: BConvTable, quotient, src_prod, limb_offset: int | 
         k     = (sum_j mulhi(y_j, inv_fix_j) + 2^(F-1)) >> F          (uint32, F = fix_bits)
         out_i = (sum_j y_j (Q/q_j) - k Q)  mod p_i
 
-    bit for bit what ``bconv`` followed by ``rlwe.crt.rounded_quotient`` and the correction
-    computes (``jax_fhe.rlwe.hybrid.exact_conv``).
+    bit for bit what ``bconv`` followed by :func:`rounded_quotient` and the correction
+    computes.
     """
-    from ..rlwe.crt import MAX_TERMS, CrtQuotient  # lazy: jax_fhe.rlwe imports ops
-
     x, _ = _check(x, table, "bconv_centered", limb_offset)
     if not isinstance(quotient, CrtQuotient):
-        raise TypeError(f"bconv_centered: expected a CrtQuotient (jax_fhe.rlwe.crt.make_crt_quotient), "
+        raise TypeError(f"bconv_centered: expected a CrtQuotient (jax_fhe.rns.make_crt_quotient), "
                         f"got {type(quotient).__name__}")
     lin, lout = len(table.src), len(table.dst)
     if lin > MAX_TERMS:
@@ -109,8 +109,6 @@ def stack_centered(tables: Sequence[BConvTable], quotients: Sequence, src_prods:
     """The tables of several centered conversions (the arguments of :func:`bconv_centered`,
     one per conversion) stacked for :func:`bconv_centered_stacked`. They must convert the same
     numbers of limbs and share ``fix_bits``. Built once, with the tables (not per call)."""
-    from ..rlwe.crt import MAX_TERMS  # lazy: jax_fhe.rlwe imports ops
-
     tables, quotients, src_prods = list(tables), list(quotients), list(src_prods)
     if not tables or not len(tables) == len(quotients) == len(src_prods):
         raise ValueError("stack_centered: give one table, quotient and src_prod per conversion")
@@ -163,3 +161,29 @@ def _check(x, table, what, limb_offset=None):
         raise ValueError(f"{what}: limbs [{limb_offset}, {int(limb_offset) + lin}) are not all in the "
                          f"input's {x.shape[-2]} limbs")
     return x, jax.ShapeDtypeStruct(x.shape[:-2] + (len(table.dst), x.shape[-1]), x.dtype)
+
+
+def rounded_quotient(y: jax.Array, cq: CrtQuotient) -> jax.Array:
+    """y: uint32[..., L, N] (y_l < q_l). Returns uint32[..., N]: round(sum_l y_l / q_l), in [0, L],
+    in 32-bit fixed point (:mod:`jax_fhe.rns.crt`): identical bits on every backend."""
+    terms = lax.mulhi(y, jnp.broadcast_to(cq.inv_fix[:, None], y.shape))
+    frac = jnp.sum(terms, axis=-2, dtype=jnp.uint32)
+    return (frac + jnp.uint32(1 << (cq.fix_bits - 1))) >> cq.fix_bits
+
+
+def exact_conv(x, conv: ExactConv, limb_offset: int | None = None) -> jax.Array:
+    """Centered base conversion of coefficient-domain residues (one kernel, :func:`bconv_centered`).
+
+    x: uint32[..., Lin, N], residues of an integer polynomial v modulo the source primes
+    (product Q). Returns uint32[..., Lout, N]: [v]_Q, the representative in [-Q/2, Q/2), modulo
+    each target prime. The fast conversion gives [v]_Q + u Q with u = floor(sum_j y_j / q_j),
+    y_j = [x_j (Q/q_j)^-1]_{q_j}; this subtracts round(sum_j y_j / q_j) Q instead, computed in
+    32-bit fixed point (:func:`rounded_quotient`): the rounding can only be wrong when the
+    fraction is within about 2^-20 of 1/2, and then the result is off by +-Q (+-1 after the
+    division that follows in ModDown or rescaling) on that coefficient. At most 16 source primes.
+    ``limb_offset``: x holds more limbs; the source residues are limbs [limb_offset,
+    limb_offset + Lin), read in place.
+    """
+    if not isinstance(conv, ExactConv):
+        raise TypeError(f"exact_conv: expected an ExactConv (jax_fhe.rns.make_exact_conv), got {type(conv).__name__}")
+    return bconv_centered(x, conv.table, conv.quotient, conv.src_prod, limb_offset)

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import as_context, as_poly, rows_array
-from .ntt import _lazy
+from .ntt import lazy_butterflies
 
 MAX_DIGITS = 8
 # sources are 8-bit in the kernel's plan: Lx + (conversion rows) must stay below 256
@@ -116,7 +116,7 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
         ctx, rows = _transform_rows(intt, r, moduli, x.shape[-1], "intt")
         call = jax.ffi.ffi_call("jax_fhe_key_inner_product_intt", out, vmap_method="expand_dims")
         return call(x, key, rows_array(rows), ctx.moduli, ctx.ipsi, ctx.ipsi_shoup, ctx.n_inv,
-                    ctx.n_inv_shoup, *convs, lazy=_lazy(ctx, rows), **attrs)
+                    ctx.n_inv_shoup, *convs, lazy=lazy_butterflies(ctx, rows), **attrs)
     if intt is not None:
         raise ValueError("digit_key_product: intt is not used with sub (ModDown's first and last steps)")
     scale = np.asarray(scale, dtype=np.int64)
@@ -130,4 +130,4 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
     sub = jnp.broadcast_to(sub, out.shape)
     call = jax.ffi.ffi_call("jax_fhe_key_inner_product_mod_down_ntt", out, vmap_method="expand_dims")
     return call(x, key, sub, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, *convs,
-                scale=scale, lazy=_lazy(ctx, rows), **attrs)
+                scale=scale, lazy=lazy_butterflies(ctx, rows), **attrs)

@@ -23,7 +23,8 @@ LAZY_PRIME_BOUND = 1 << 30
 ROW_GROUP_SIZE = 4
 
 
-def _lazy(ctx, rows) -> bool:
+def lazy_butterflies(ctx, rows) -> bool:
+    """Whether every prime of ``rows`` is below LAZY_PRIME_BOUND (the kernels' ``lazy`` attribute)."""
     return all(ctx.primes[r] < LAZY_PRIME_BOUND for r in rows)
 
 
@@ -57,7 +58,7 @@ def ntt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype),
                             vmap_method="expand_dims")
     return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, ctx.psi_rows,
-                lazy=_lazy(ctx, rows), row_groups=row_groups(rows))
+                lazy=lazy_butterflies(ctx, rows), row_groups=row_groups(rows))
 
 
 def ntt_lift(x, ctx, limbs: int | None = None, rows: Sequence[int] | None = None) -> jax.Array:
@@ -87,7 +88,7 @@ def ntt_lift(x, ctx, limbs: int | None = None, rows: Sequence[int] | None = None
             raise ValueError(f"ntt_lift: limbs={limbs} but {len(rows)} rows were given")
     out = jax.ShapeDtypeStruct(x.shape[:-1] + (len(rows), x.shape[-1]), jnp.uint32)
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward_lift", out, vmap_method="expand_dims")
-    return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, ctx.psi_rows, lazy=_lazy(ctx, rows))
+    return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, ctx.psi_rows, lazy=lazy_butterflies(ctx, rows))
 
 
 def intt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
@@ -98,4 +99,4 @@ def intt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     call = jax.ffi.ffi_call("jax_fhe_ntt_inverse", jax.ShapeDtypeStruct(x.shape, x.dtype),
                             vmap_method="expand_dims")
     return call(x, rows_array(rows), ctx.moduli, ctx.ipsi, ctx.ipsi_shoup, ctx.n_inv,
-                ctx.n_inv_shoup, lazy=_lazy(ctx, rows))
+                ctx.n_inv_shoup, lazy=lazy_butterflies(ctx, rows))

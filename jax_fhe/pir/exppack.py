@@ -5,11 +5,11 @@ phases b + A s = Delta_LWE m + e (mod p). Cut the rows into blocks of N; for blo
 iota(b_r) and iota(A_{r,i}) be the polynomials whose coefficients are those entries, lifted to
 centered integers. With C_i = RLWE(Delta s_i) (the "special" ciphertexts),
 
-    ct_r = (0, Delta iota(b_r)) + sum_{i<n} iota(A_{r,i}) C_i
+    ct_r = (Delta iota(b_r), 0) + sum_{i<n} iota(A_{r,i}) C_i       (components (b, a))
 
 has phase Delta (b_r + A_r s) + sum_i iota(A_{r,i}) e_i: the RLWE plaintext is the LWE phase
 vector mod p (wrap-arounds mod p cost -1 each because Delta p = -1 mod Q). In the NTT domain
-this is, for every limb l and slot t, a GEMM [blocks x n] . [n x 2B] (the ``H . C + (0 | G)``
+this is, for every limb l and slot t, a GEMM [blocks x n] . [n x 2B] (the ``H . C + (G | 0)``
 of the paper), done by :func:`jax_fhe.pir.modgemm.mod_matmul` with H's byte planes prepared
 offline (:func:`hint_planes`).
 
@@ -30,7 +30,7 @@ from .. import lwe
 from ..ops import add_mod, automorphism_ntt, mul_limb_consts, mul_mod, ntt, sub_mod
 from ..rlwe import gadget as gd
 from ..rns import HostRandom
-from ..rns._pytree import pytree_dataclass, static_field
+from ..rns.pytree import pytree_dataclass, static_field
 from . import modgemm
 from .modgemm import mod_matmul, split_planes
 from .ring import RingKey, RingTables, scale_by_delta
@@ -103,13 +103,13 @@ def expand(ct: jax.Array, keys: ExpansionKeys, tables: RingTables, count: int) -
     # out of a stacked [.., 2, L, N] array would copy it first). They are stacked once at the
     # end, in the same fused pass as the last level's sums.
     ct = mul_limb_consts(ct, tables.two_inv_pows[lvl], ctx)[:, None]                    # [B, 1, 2, L, N]
-    node_a, node_b = ct[:, :, 0], ct[:, :, 1]                                           # [B, w, L, N]
+    node_b, node_a = ct[:, :, 0], ct[:, :, 1]                                           # [B, w, L, N]
     for j, g in enumerate(keys.galois):
         aut_a, aut_b = automorphism_ntt(node_a, g), automorphism_ntt(node_b, g)
         sub = gd.key_switch_a(aut_a, keys.rows[j], tables.ks, ctx)                      # [B, w, 2, L, N]
-        node_a = _next_level(node_a, sub[:, :, 0], j, count, tables)
-        node_b = _next_level(node_b, add_mod(sub[:, :, 1], aut_b, ctx), j, count, tables)
-    return jnp.stack([node_a, node_b], axis=2)[:, :count]
+        node_a = _next_level(node_a, sub[:, :, 1], j, count, tables)
+        node_b = _next_level(node_b, add_mod(sub[:, :, 0], aut_b, ctx), j, count, tables)
+    return jnp.stack([node_b, node_a], axis=2)[:, :count]
 
 
 def _next_level(nodes: jax.Array, sub: jax.Array, j: int, count: int, tables: RingTables) -> jax.Array:
@@ -191,7 +191,7 @@ def pack(planes: jax.Array, special: jax.Array, y: jax.Array, tables: RingTables
         budget = PACK_TEMP_BYTES if max_temp_bytes is None else int(max_temp_bytes)
         out = _pack_shared(planes, special, params.primes, budget)
     g = scale_by_delta(ntt(lift(round_to_p(y).reshape(bsz, blocks, n_ring), tables), tables.ctx), tables)
-    return out.at[:, :, 1].set(add_mod(out[:, :, 1], g, tables.ctx))
+    return out.at[:, :, 0].set(add_mod(out[:, :, 0], g, tables.ctx))
 
 
 def _pack_shared(planes: jax.Array, special: jax.Array, primes: tuple, budget: int) -> jax.Array:

@@ -21,8 +21,8 @@ Two implementations, identical bits: the XLA one above (an int8 dot whose int32 
 go to memory, then a fused recombination), and the FFI kernel ``jax_fhe_mod_matmul_planes``
 (``ffi/modgemm_cuda.cu``: mma.sync int8 tensor cores with the seven shift sums kept in
 registers, so only the planes and the output cross HBM; ``ffi/modgemm_cpu.cc``: exact 128-bit
-sums). The kernel is opt-in (``fused=True``, or ``JAX_FHE_PIR_FUSED_GEMM=1`` for the default):
-on an H100 it is not faster than the XLA path. First version (rhs split in shared memory):
+sums). The kernel (:func:`jax_fhe.ops.mod_matmul_planes`) is opt-in (``fused=True``): on an H100 it
+is not faster than the XLA path. First version (rhs split in shared memory):
 69.5 ms for the 16 GiB hybrid's batch-32 pack against 34.0 ms; second (rhs split in registers,
 no shared memory or barriers): 6.36 vs 5.88 ms at C = 64 and 2.21 vs 1.80 ms at C = 2 on a
 quarter of that shape (``benchmarks/bench_modgemm.py``), i.e. about 3.5x its HBM floor: the
@@ -35,14 +35,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-import os
-
+from ..ops import mod_matmul_planes
 from .db_gemm import byte_planes
 
 _U32 = jnp.uint32
 #: Whether :func:`mod_matmul` uses the FFI kernel when ``fused`` is not given (read at trace
-#: time; ``JAX_FHE_PIR_FUSED_GEMM=1`` sets it at import).
-FUSED_DEFAULT = os.environ.get("JAX_FHE_PIR_FUSED_GEMM", "0") == "1"
+#: time; a program may set it before jitting).
+FUSED_DEFAULT = False
 MAX_K = (1 << 31) // (4 * (1 << 14))  # 2^15: four int8 products summed stay exact in int32
 
 
@@ -84,7 +83,7 @@ def mod_matmul(lhs_planes: jax.Array, rhs: jax.Array, primes, limb_axis: int, *,
     if lhs_planes.shape[:nb] != rhs.shape[:nb]:
         raise ValueError(f"mod_matmul: batch shapes differ: {lhs_planes.shape[:nb]} vs {rhs.shape[:nb]}")
     if FUSED_DEFAULT if fused is None else fused:
-        return _mod_matmul_ffi(lhs_planes, rhs, primes, limb_axis)
+        return mod_matmul_planes(lhs_planes, rhs, primes, limb_axis)
     m, c = lhs_planes.shape[-2] // 4, rhs.shape[-1]
     rp = jnp.moveaxis(byte_planes(rhs), 0, -2)                      # [*b, K, 4, C]
     rp = rp.reshape(rp.shape[:-2] + (4 * c,))
@@ -116,24 +115,6 @@ def mod_matmul(lhs_planes: jax.Array, rhs: jax.Array, primes, limb_axis: int, *,
             u = _mul_shoup(u, const(w), const([(wi << 32) // p for wi, p in zip(w, primes)]), q)
         out = u if out is None else out + u                             # < 7 q < 2^32
     return out % q
-
-
-def _mod_matmul_ffi(lhs_planes, rhs, primes, limb_axis):
-    """The FFI kernel: moduli broadcast to one per batch entry (uint32[*batch]); the kernel takes
-    the rhs transposed ([*batch, C, K], K-contiguous like the planes), which XLA fuses into the
-    transpose that produces ``rhs``."""
-    nb = rhs.ndim - 2
-    k = rhs.shape[-2]
-    if k % 4:  # the kernel reads 4-byte groups of a plane row; zero columns change nothing
-        pad = [(0, 0)] * nb
-        lhs_planes = jnp.pad(lhs_planes, pad + [(0, 0), (0, -k % 4)])
-        rhs = jnp.pad(rhs, pad + [(0, -k % 4), (0, 0)])
-    shape = [1] * nb
-    shape[limb_axis] = len(primes)
-    moduli = jnp.broadcast_to(jnp.asarray(np.asarray(primes, dtype=np.uint32).reshape(shape)), rhs.shape[:nb])
-    out = jax.ShapeDtypeStruct(rhs.shape[:nb] + (lhs_planes.shape[-2] // 4, rhs.shape[-1]), _U32)
-    call = jax.ffi.ffi_call("jax_fhe_mod_matmul_planes", out, vmap_method="broadcast_all")
-    return call(lhs_planes.astype(jnp.int8), jnp.swapaxes(rhs.astype(_U32), -1, -2), moduli)
 
 
 def _mul_shoup(x, w, w_shoup, q):

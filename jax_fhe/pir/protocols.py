@@ -8,7 +8,7 @@ All three share the database layout and the first two steps:
   (1) first fold: one DB GEMM for the batch, y = DB @ b (b: one-hot LWE query of column c).
   (3) ExpPack: expand the client's ct_ExpPack into the n special ciphertexts (plus, for the
       hybrid, the RGSW selector rows) and pack the blocks LWE answers into blocks RLWE
-      ciphertexts with the offline hint planes (H . C + (0 | Delta G)).
+      ciphertexts with the offline hint planes (H . C + (Delta G | 0)), in (b, a) order.
 Then
   ExpPack(S):     switch all blocks ciphertexts to q_0 and return them.
   Hybrid:         log2(blocks) CMUX levels (RGSW x RLWE) select block r; switch; return 1.
@@ -38,12 +38,12 @@ from ..lwe import LWE_N1280, LWEParams, public_matrix
 from ..ops import ntt
 from ..rlwe import rgsw
 from ..rns import HostRandom
-from ..rns._pytree import pytree_dataclass, static_field
+from ..rns.pytree import pytree_dataclass, static_field
 from . import exppack as ep
 from . import ring as rg
 from .db_gemm import db_gemm
 from .ring import RING_N4096, RingKey, RingParams, RingTables
-from .simplepir import _query_b
+from .simplepir import onehot_query_b
 
 _U32 = jnp.uint32
 PROTOCOLS = ("exppack", "hybrid", "double")
@@ -267,12 +267,12 @@ def client_query(keys: ClientKeys, tables: RingTables, indices,
     s = rng.ternary((bsz, lw.n))
     e = rng.gaussian((bsz, params.cols), lw.sigma, lw.tail)
     a = public_matrix(params.a_seed, params.cols, lw.n)
-    b = _query_b(a, jnp.asarray(s), jnp.asarray(e), jnp.asarray(col), params.cols, lw.delta)
+    b = onehot_query_b(a, jnp.asarray(s), jnp.asarray(e), jnp.asarray(col), params.cols, lw.delta)
     b2 = None
     if params.protocol == "double":
         a2 = public_matrix(params.a2_seed, params.blocks, lw.n)
         e2 = rng.gaussian((bsz, params.blocks), lw.sigma, lw.tail)
-        b2 = _query_b(a2, jnp.asarray(s), jnp.asarray(e2), jnp.asarray(blk), params.blocks, lw.delta)
+        b2 = onehot_query_b(a2, jnp.asarray(s), jnp.asarray(e2), jnp.asarray(blk), params.blocks, lw.delta)
     msg = ep.special_message(s, tables, _selector_slots(params, blk))
     ct = rg.encrypt_ntt(keys.ring_key, ntt(jnp.asarray(msg), tables.ctx), tables, rng)
     return (Query(b=b, ct=ct, b2=b2, params=params),

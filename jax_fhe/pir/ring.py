@@ -10,7 +10,9 @@ Responses are modulus-switched from Q to the single prime q_0 (``mod_switch``), 
 Delta_0 = (q_0 - 1) / p ~ 2^11 and decryption is one NTT product and a division.
 
 Everything the server needs on the device is in :class:`RingTables` (a pytree: pass it into
-jitted functions). Ciphertexts are uint32[..., 2, L, N] (a, b) in the NTT domain, phase b + a s.
+jitted functions). Ciphertexts are RLWE ciphertexts of the shared layer (:mod:`jax_fhe.rlwe`):
+uint32[..., 2, L, N] = (b, a) in the NTT domain, phase b + a s; keys and encryption come from
+:mod:`jax_fhe.rlwe.encryption`, the security bound from :mod:`jax_fhe.rns.security`.
 Noise measurement (``phase_int``) reconstructs exact integers on the host, for tests and logs.
 """
 from __future__ import annotations
@@ -23,13 +25,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..ops import add_mod, bconv, intt, mul_limb_consts, mul_mod, ntt, sub_mod
+from ..rlwe import encryption as rlwe_enc
 from ..rlwe import gadget as gd
-from ..rns import BConvTable, HostRandom, RNSContext, make_bconv_table, make_context, ntt_primes
-from ..rns._pytree import pytree_dataclass, static_field
+from ..rns import (BConvTable, HostRandom, RNSContext, as_host_random, check_rlwe_security, crt_centered,
+                   make_bconv_table, make_context, ntt_primes)
+from ..rns.pytree import pytree_dataclass, static_field
 
 _U32 = jnp.uint32
-# Homomorphic Encryption Standard (ternary secrets, 128-bit classical): largest log2 Q per N.
-_HES_LOG_Q = {1024: 27, 2048: 54, 4096: 109, 8192: 218, 16384: 438, 32768: 881}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,11 +64,10 @@ class RingParams:
             if q >= 1 << 29 or (q - 1) % self.p or (q - 1) % (2 * self.n):
                 raise ValueError(f"RingParams: prime {q} must be < 2^29 and = 1 mod p = 2^{self.log_p} "
                                  f"and mod 2N = {2 * self.n}")
-        if self.n not in _HES_LOG_Q:
+        if self.n not in (1 << k for k in range(10, 16)):
             raise ValueError(f"RingParams: N = {self.n} must be a power of two in [1024, 32768]")
-        if self.log_q > _HES_LOG_Q[self.n] and not self.insecure:
-            raise ValueError(f"RingParams: log2 Q = {self.log_q:.1f} exceeds the 128-bit HE-standard "
-                             f"bound {_HES_LOG_Q[self.n]} for N = {self.n}; pass insecure=True for tests")
+        check_rlwe_security(self.n.bit_length() - 1, self.log_q, insecure=self.insecure,
+                            name=f"RingParams {self.name!r}")
 
     @property
     def p(self) -> int:
@@ -176,16 +177,16 @@ class RingKey:
 
 
 def keygen(tables: RingTables, rng: HostRandom | None = None) -> RingKey:
-    rng = HostRandom() if rng is None else rng
-    s = rng.ternary((tables.params.n,))
-    return RingKey(s=jnp.asarray(s), s_ntt=gd.secret_ntt(s, tables.ctx), params=tables.params)
+    s = rlwe_enc.sample_secret(tables.params.n, as_host_random(rng))
+    return RingKey(s=jnp.asarray(s), s_ntt=rlwe_enc.secret_ntt(s, tables.ctx), params=tables.params)
 
 
 def encrypt_ntt(key: RingKey, m_ntt, tables: RingTables, rng: HostRandom | None = None) -> jax.Array:
-    """RLWE encryption of NTT-domain residues ``m_ntt`` (the full phase target, already scaled)."""
-    rng = HostRandom() if rng is None else rng
+    """RLWE encryption (b, a) of NTT-domain residues ``m_ntt`` (the full phase target, already
+    scaled): uint32[..., 2, L, N]."""
     p = tables.params
-    return gd.encrypt_ntt(key.s_ntt, m_ntt, tables.ctx, rng, p.sigma, p.tail)
+    return rlwe_enc.encrypt_sk(m_ntt, key.s_ntt, tables.ctx, range(p.limbs), as_host_random(rng), p.sigma,
+                               p.tail)
 
 
 def scale_by_delta(x: jax.Array, tables: RingTables) -> jax.Array:
@@ -218,9 +219,9 @@ def phase_switched(key: RingKey, ct0: jax.Array, tables: RingTables) -> jax.Arra
     ct0 = jnp.asarray(ct0)
     if ct0.ndim < 2 or ct0.shape[-2:] != (2, tables.params.n):
         raise ValueError(f"expected switched ciphertexts uint32[..., 2, N={tables.params.n}], got {ct0.shape}")
-    a = ntt(ct0[..., 0:1, :], ctx)
+    a = ntt(ct0[..., 1:2, :], ctx)
     s = jnp.broadcast_to(key.s_ntt[:1], a.shape)
-    return add_mod(ct0[..., 1:2, :], intt(mul_mod(a, s, ctx), ctx), ctx)[..., 0, :]
+    return add_mod(ct0[..., 0:1, :], intt(mul_mod(a, s, ctx), ctx), ctx)[..., 0, :]
 
 
 def phase_int(key: RingKey, ct: jax.Array, tables: RingTables) -> np.ndarray:
@@ -228,18 +229,6 @@ def phase_int(key: RingKey, ct: jax.Array, tables: RingTables) -> np.ndarray:
     numpy object array of Python ints [..., N] (host-side; for noise measurement)."""
     ph = np.asarray(intt(gd.phase_ntt(ct, key.s_ntt, tables.ctx), tables.ctx)).astype(object)
     return crt_centered(ph, tables.params.primes)
-
-
-def crt_centered(res: np.ndarray, primes) -> np.ndarray:
-    """Residues object/uint[..., L, N] -> centered integers mod prod(primes), object[..., N]."""
-    big_q = math.prod(primes)
-    res = np.asarray(res).astype(object)
-    acc = 0
-    for l, q in enumerate(primes):
-        h = big_q // q
-        acc = acc + res[..., l, :] * (h * pow(h % q, -1, q))
-    acc = acc % big_q
-    return np.where(acc > big_q // 2, acc - big_q, acc)
 
 
 def noise_log2(err) -> float:

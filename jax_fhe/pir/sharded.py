@@ -63,13 +63,24 @@ def answer(server: pr.Server, keys: pr.PublicKeys, query: pr.Query, mesh: Mesh) 
 def _gspmd_lowering():
     """Lower with the GSPMD partitioner instead of Shardy. Workaround (jax 0.10, CPU): under
     ``shard_map`` with Shardy, ``lax.mulhi`` (used by every Montgomery/Shoup product) fails to
-    lower ("failed to legalize operation 'mhlo.unknown'"). Falls back to a no-op where the
-    private switch does not exist."""
+    lower ("failed to legalize operation 'mhlo.unknown'"). Uses the public config flag, restored
+    on exit; a no-op where the flag does not exist."""
+    return _shardy_off()
+
+
+@contextlib.contextmanager
+def _shardy_off():
+    name = "jax_use_shardy_partitioner"
     try:
-        from jax._src import config as _cfg
-        return _cfg.use_shardy_partitioner(False)
-    except (ImportError, AttributeError):  # pragma: no cover
-        return contextlib.nullcontext()
+        before = getattr(jax.config, name)
+    except AttributeError:  # pragma: no cover - a jax without the flag
+        yield
+        return
+    jax.config.update(name, False)
+    try:
+        yield
+    finally:
+        jax.config.update(name, before)
 
 
 @functools.partial(jax.jit, static_argnums=3)

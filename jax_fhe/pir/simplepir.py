@@ -29,7 +29,7 @@ from jax import lax
 from tqdm.auto import tqdm
 
 from ..lwe import LWE_N1280, HostRandom, LWEParams, public_matrix
-from ..rns._pytree import pytree_dataclass, static_field
+from ..rns.pytree import pytree_dataclass, static_field
 from .db_gemm import db_gemm
 
 _U32 = jnp.uint32
@@ -249,12 +249,14 @@ def client_query(params: SimplePIRParams, indices, rng: HostRandom | None = None
     lwe = params.lwe
     s = jnp.asarray(rng.ternary((idx.size, lwe.n)))
     e = jnp.asarray(rng.gaussian((idx.size, params.cols), lwe.sigma, lwe.tail))
-    b = _query_b(a, s, e, jnp.asarray(idx % params.cols), params.cols, lwe.delta)
+    b = onehot_query_b(a, s, e, jnp.asarray(idx % params.cols), params.cols, lwe.delta)
     return Query(b=b, params=params), QuerySecret(s=s, index=jnp.asarray(idx), params=params)
 
 
 @functools.partial(jax.jit, static_argnums=(4, 5))
-def _query_b(a, s, e, col, cols, delta):
+def onehot_query_b(a, s, e, col, cols, delta):
+    """The b-parts uint32[B, cols] of LWE encryptions of one-hot rows (Delta at column col[i])
+    under secrets s int[B, n] with noise e int[B, cols] and the public matrix a uint32[cols, n]."""
     a_s = db_gemm(s, a.T)                                           # uint32[B, D_0] = (A s)^T
     onehot = (jnp.arange(cols, dtype=jnp.int32)[None, :] == col[:, None]).astype(_U32)
     return onehot * _U32(delta) + lax.bitcast_convert_type(e, _U32) - a_s

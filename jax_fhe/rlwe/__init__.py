@@ -1,34 +1,43 @@
-"""The lattice layer shared by every scheme: RLWE/RGSW ciphertexts, gadget decomposition, key
-switching (gadget, hybrid), external products.
+"""The lattice layer shared by every scheme: the RLWE ciphertext, secrets, encryption and
+decryption, automorphisms, the modulus chain, the key-switching interface and its methods
+(hybrid, gadget), RGSW and external products.
 
 Built only from :mod:`jax_fhe.rns` (tables, sampling) and :mod:`jax_fhe.ops` (kernels).
 
-* :mod:`jax_fhe.rlwe.hybrid`: hybrid (Han–Ki, dnum digits + special primes) key switching as
-  three stages ``mod_up`` -> ``key_inner_product`` -> ``mod_down`` (the reference), which
-  ``key_switch`` runs with the extended digits never assembled (``mod_up_convs``, then the fused
-  key inner product ``ops.digit_key_product`` with ModDown's last step in its store); the centered
-  base conversion ``exact_conv`` used by ModDown and rational rescaling.
-* :mod:`jax_fhe.rlwe.gadget`: the integer gadget (1, B, ..., B^(len-1)) over a whole RNS modulus
-  (exact CRT in 32-bit words), RLWE encryption rows, gadget key switching (``gadget.key_switch``),
-  automorphisms.
-* :mod:`jax_fhe.rlwe.rgsw`: RGSW ciphertexts, the external product, CMUX, RLWE -> RGSW conversion.
+* :mod:`.ciphertext`: :class:`Ciphertext`, ``uint32[..., k, L, N]`` with phase
+  c0 + c1 s + ... (c0 = b, c1 = a), a static NTT/coefficient flag; schemes subclass it.
+* :mod:`.params`: :class:`RLWEParams`, the ring and its modulus chain (levels, special primes,
+  digits, security bound); schemes subclass it.
+* :mod:`.encryption`: secrets, secret/public-key encryption, the phase (decryption).
+* :mod:`.keyswitch`: the key-switching interface (decompose, product without ModDown, ModDown,
+  the fused switch) and the method registry; :mod:`.hybrid` and :mod:`.gadget` register there.
+* :mod:`.galois`: automorphisms of ciphertexts with "key switch first" Galois keys, and
+  hoisted automorphisms.
+* :mod:`.rgsw`: RGSW ciphertexts, the external product, CMUX, RLWE -> RGSW conversion.
 """
-from . import gadget, hybrid, rgsw
-from .gadget import (Gadget, GadgetKey, automorphism, automorphism_key, decompose, decompose_ntt,
-                     decompose_signed, encrypt_ntt, gadget_product, gadget_rows, make_gadget,
-                     phase_ntt, recompose, secret_ntt, switching_key)
-from .hybrid import (ExactConv, HybridTables, KeySwitchKey, exact_conv, gen_switching_key,
-                     key_inner_product, key_switch, key_switch_convs, make_exact_conv,
-                     make_hybrid_tables, mod_down, mod_up, mod_up_convs)
+from . import ciphertext, encryption, gadget, galois, hybrid, keyswitch, params, rgsw
+from .galois import apply_galois, apply_galois_hoisted, gen_galois_key
+from .ciphertext import Ciphertext
+from .encryption import (NOISE_TAIL, encrypt_pk, encrypt_sk, gen_public_key, noise_ntt, phase, sample_secret,
+                         secret_ntt, uniform)
+from .gadget import (Gadget, GadgetKey, automorphism, automorphism_key, decompose, decompose_ntt, decompose_signed,
+                     encrypt_ntt, gadget_product, gadget_rows, make_gadget, phase_ntt, recompose,
+                     switching_key)
+from .hybrid import (HybridTables, KeySwitchKey, gen_switching_key, key_inner_product, key_product_extended,
+                     key_switch_convs, make_hybrid_tables, mod_down, mod_up, mod_up_convs)
+from .keyswitch import key_switch
+from .params import RLWEParams, digit_rows
 from .rgsw import RGSWCiphertext, cmux, external_product, from_rlwe
 
 __all__ = [
-    "ExactConv", "HybridTables", "KeySwitchKey", "exact_conv", "gen_switching_key", "hybrid",
-    "key_inner_product", "key_switch", "key_switch_convs", "make_exact_conv", "make_hybrid_tables",
-    "mod_down", "mod_up", "mod_up_convs",
-    # gadget key switching and RGSW (PIR); the gadget key switch is rlwe.gadget.key_switch
-    "Gadget", "GadgetKey", "RGSWCiphertext", "automorphism", "automorphism_key", "cmux", "decompose",
-    "decompose_ntt", "decompose_signed",
-    "encrypt_ntt", "external_product", "from_rlwe", "gadget", "gadget_product", "gadget_rows",
-    "make_gadget", "phase_ntt", "recompose", "rgsw", "secret_ntt", "switching_key",
+    "NOISE_TAIL", "Ciphertext", "RLWEParams", "apply_galois", "apply_galois_hoisted", "automorphism", "galois",
+    "ciphertext", "digit_rows", "encrypt_pk", "encrypt_sk", "encryption", "gen_galois_key",
+    "gen_public_key", "keyswitch", "noise_ntt", "params", "phase", "sample_secret", "secret_ntt", "uniform",
+    # the key-switching interface and its hybrid method
+    "key_switch", "HybridTables", "KeySwitchKey", "gen_switching_key", "hybrid", "key_inner_product",
+    "key_product_extended", "key_switch_convs", "make_hybrid_tables", "mod_down", "mod_up", "mod_up_convs",
+    # gadget key switching and RGSW (PIR); the gadget's own full-ciphertext switch is gadget.key_switch
+    "Gadget", "GadgetKey", "RGSWCiphertext", "automorphism_key", "cmux", "decompose",
+    "decompose_ntt", "decompose_signed", "encrypt_ntt", "external_product", "from_rlwe", "gadget",
+    "gadget_product", "gadget_rows", "make_gadget", "phase_ntt", "recompose", "rgsw", "switching_key",
 ]

@@ -20,13 +20,16 @@ integer arithmetic (no floats: identical bits on every backend).
 
 Digits are returned as residues mod each q_l (negative d as q_l + d), ready for the NTT.
 
-Gadget key switching. A key from s' to s is ``len`` RLWE rows (a_j, b_j) with
-b_j = -a_j s + e_j + B^j s' (phase b + a s). For a ciphertext (a, b) under s', decomposing a into
-digits d_j gives (sum d_j a_j, b + sum d_j b_j), a ciphertext of the same phase under s plus the
+Gadget key switching. A key from s' to s is ``len`` RLWE rows (b_j, a_j) with
+b_j = -a_j s + e_j + B^j s' (phase b + a s). For a ciphertext (b, a) under s', decomposing a into
+digits d_j gives (b + sum d_j b_j, sum d_j a_j), a ciphertext of the same phase under s plus the
 noise sum_j d_j e_j. Ring automorphisms X -> X^g use a key from s(X^g) to s.
 
-Layout: ciphertexts are uint32[..., 2, L, N] in the NTT domain, index 0 = a, 1 = b; phase
-b + a s (the convention of VIPIR App. A). Keys are uint32[len, 2, L, N], NTT domain.
+Layout: ciphertexts are uint32[..., 2, L, N] in the NTT domain in the order of every RLWE
+ciphertext here (:mod:`jax_fhe.rlwe.ciphertext`): index 0 = b = c0, 1 = a = c1, phase b + a s.
+Keys are uint32[len, 2, L, N], NTT domain. Gadget key switching is registered with
+:mod:`jax_fhe.rlwe.keyswitch` as the method "gadget" (no special primes: its extended basis is
+the basis and its ModDown the identity).
 """
 from __future__ import annotations
 
@@ -38,11 +41,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..ops import add_mod, automorphism_ntt, intt, mul_limb_consts, mul_mod, ntt, ntt_lift, reduce_mod, sub_mod
-from ..rns import HostRandom, RNSContext, to_residues
-from ..rns._pytree import pytree_dataclass, static_field
+from ..ops import (add_mod, automorphism_ntt, intt, mul_limb_consts, mul_mod, ntt_lift, reduce_mod,
+                   rounded_quotient)
+from ..rns import HostRandom, RNSContext
+from ..rns.crt import CrtQuotient, make_crt_quotient
+from ..rns.pytree import pytree_dataclass, static_field
 from ..rns.shoup import device_u32
-from .crt import CrtQuotient, make_crt_quotient, rounded_quotient
+from . import keyswitch
+from .encryption import NOISE_TAIL, encrypt_sk, phase
 
 _U32 = jnp.uint32
 _CHUNK = 16
@@ -57,7 +63,7 @@ class Gadget:
       qhat_inv:  uint32[L]        (Q/q_l)^-1 mod q_l
       qhat:      uint32[L, W]     16-bit chunks of Q/q_l (W chunks, little-endian)
       neg_q:     uint32[W]        16-bit chunks of 2^(16 W) - Q
-      quotient:  the fixed-point CRT quotient of the primes (:mod:`jax_fhe.rlwe.crt`)
+      quotient:  the fixed-point CRT quotient of the primes (:mod:`jax_fhe.rns.crt`)
       powers:    uint32[len, L]   B^j mod q_l (the gadget vector in RNS)
     Static: ``primes``, ``base_log``, ``length``.
     """
@@ -74,6 +80,19 @@ class Gadget:
     @property
     def base(self) -> int:
         return 1 << self.base_log
+
+    @property
+    def rows(self) -> tuple:
+        """The context rows the gadget decomposes (its primes are the context's first L)."""
+        return tuple(range(len(self.primes)))
+
+    @property
+    def special_rows(self) -> tuple:
+        return ()
+
+    @property
+    def ext_rows(self) -> tuple:
+        return self.rows
 
     @property
     def modulus(self) -> int:
@@ -146,7 +165,7 @@ def decompose_signed(x: jax.Array, gadget: Gadget, ctx: RNSContext) -> jax.Array
     x = _check_data(x, gadget, ctx, "decompose")
     nl = len(gadget.primes)
     y = mul_limb_consts(x, gadget.qhat_inv, ctx)                   # [..., L, N], < q_l
-    # step 2: v = round(sum_l y_l / q_l) in 32-bit fixed point (jax_fhe.rlwe.crt)
+    # step 2: v = round(sum_l y_l / q_l) in 32-bit fixed point (jax_fhe.rns.crt)
     v = rounded_quotient(y, gadget.quotient)                        # [..., N], in [0, L]
     # step 3: column sums of 16 x 16-bit partial products, then carries (all < 2^32)
     width = gadget.neg_q.shape[0]
@@ -209,31 +228,18 @@ def recompose(digits: jax.Array, gadget: Gadget, ctx: RNSContext) -> jax.Array:
 # RLWE rows: encryptions of given NTT-domain messages, phase b + a s = m + e
 
 
-def secret_ntt(s: np.ndarray, ctx: RNSContext) -> jax.Array:
-    """A small signed secret int[..., N] (e.g. ternary) -> NTT-domain residues uint32[..., L, N]."""
-    return ntt(jnp.asarray(to_residues(s, ctx.primes)), ctx)
-
-
 def encrypt_ntt(s_ntt: jax.Array, m_ntt: jax.Array, ctx: RNSContext, rng: HostRandom,
                 sigma: float, tail: float) -> jax.Array:
-    """RLWE encryptions (a, b) of NTT-domain messages ``m_ntt``: uint32[..., L, N] under
-    ``s_ntt`` (uint32[L, N]): a uniform, e discrete Gaussian (sigma, |e| <= tail sigma), and
-    b = m + e - a s. Returns uint32[..., 2, L, N] in the NTT domain."""
+    """RLWE encryptions (b, a) of NTT-domain messages ``m_ntt``: uint32[..., L, N] over every row
+    of ``ctx`` under ``s_ntt`` (uint32[L, N]): :func:`jax_fhe.rlwe.encrypt_sk`."""
     if not isinstance(rng, HostRandom):
         raise TypeError(f"encrypt_ntt: rng must be a HostRandom, got {type(rng).__name__}")
-    m_ntt = jnp.asarray(m_ntt)
-    batch, n = m_ntt.shape[:-2], ctx.n
-    a = jnp.asarray(np.moveaxis(rng.uniform_mod(ctx.primes, batch + (n,)), 0, -2))
-    e = ntt(jnp.asarray(to_residues(rng.gaussian(batch + (n,), sigma, tail), ctx.primes)), ctx)
-    s = jnp.broadcast_to(s_ntt, a.shape)
-    b = sub_mod(add_mod(m_ntt, e, ctx), mul_mod(a, s, ctx), ctx)
-    return jnp.stack([a, b], axis=-3)
+    return encrypt_sk(m_ntt, s_ntt, ctx, range(len(ctx.primes)), rng, sigma, tail)
 
 
 def phase_ntt(ct: jax.Array, s_ntt: jax.Array, ctx: RNSContext) -> jax.Array:
     """b + a s for NTT-domain ciphertexts uint32[..., 2, L, N] -> uint32[..., L, N] (NTT domain)."""
-    a, b = ct[..., 0, :, :], ct[..., 1, :, :]
-    return add_mod(b, mul_mod(a, jnp.broadcast_to(s_ntt, a.shape), ctx), ctx)
+    return phase(ct, s_ntt, ctx, range(ct.shape[-2]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,13 +289,13 @@ def key_switch(ct: jax.Array, key: GadgetKey, gadget: Gadget, ctx: RNSContext) -
     if key.rows.shape != (gadget.length, 2) + ct.shape[-2:]:
         raise ValueError(f"key_switch: key rows {key.rows.shape} do not match gadget length "
                          f"{gadget.length} and ciphertext limbs/N {ct.shape[-2:]}")
-    acc = key_switch_a(ct[..., 0, :, :], key.rows, gadget, ctx)              # [..., 2, L, N]
-    return add_b_part(acc, ct[..., 1, :, :], ctx)
+    acc = key_switch_a(ct[..., 1, :, :], key.rows, gadget, ctx)              # [..., 2, L, N]
+    return add_b_part(acc, ct[..., 0, :, :], ctx)
 
 
 def key_switch_a(a: jax.Array, rows: jax.Array, gadget: Gadget, ctx: RNSContext) -> jax.Array:
     """The key-switched a-part alone: sum_j d_j rows_j for the digits d_j of NTT-domain
-    a: uint32[..., L, N] -> uint32[..., 2, L, N] (the caller adds the input's b to index 1, see
+    a: uint32[..., L, N] -> uint32[..., 2, L, N] (the caller adds the input's b to index 0, see
     :func:`add_b_part`). Takes the a-part as its own array so that callers which keep a and b
     apart (query expansion) hand the inverse NTT a whole buffer, not a slice to copy first."""
     digits = decompose_ntt(intt(a, ctx), gadget, ctx)                        # [..., len, L, N]
@@ -297,10 +303,10 @@ def key_switch_a(a: jax.Array, rows: jax.Array, gadget: Gadget, ctx: RNSContext)
 
 
 def add_b_part(acc: jax.Array, b: jax.Array, ctx: RNSContext) -> jax.Array:
-    """(acc_a, acc_b + b) for acc uint32[..., 2, L, N] and b uint32[..., L, N]: one element-wise
-    pass (adding a zero a-part) that XLA fuses with its consumers, where ``.at[..., 1].set``
+    """(acc_b + b, acc_a) for acc uint32[..., 2, L, N] and b uint32[..., L, N]: one element-wise
+    pass (adding a zero a-part) that XLA fuses with its consumers, where ``.at[..., 0].set``
     copied the whole result."""
-    return add_mod(acc, jnp.stack([jnp.zeros_like(b), b], axis=-3), ctx)
+    return add_mod(acc, jnp.stack([b, jnp.zeros_like(b)], axis=-3), ctx)
 
 
 def gadget_product(digits: jax.Array, rows: jax.Array, ctx: RNSContext) -> jax.Array:
@@ -339,3 +345,40 @@ def _check_data(x, gadget, ctx, what):
         raise ValueError(f"{what}: expected uint32[..., L={len(gadget.primes)}, N={ctx.n}], got "
                          f"{x.dtype}{list(x.shape)}")
     return x
+
+
+# ---------------------------------------------------------------------------------------------
+# The key-switching interface (jax_fhe.rlwe.keyswitch)
+
+
+def _make_tables(primes, rows, special_rows, alpha, *, base_log: int, length: int):
+    rows = tuple(int(r) for r in rows)
+    if tuple(special_rows):
+        raise ValueError("gadget key switching uses no special primes")
+    if rows != tuple(range(len(rows))):
+        raise ValueError(f"gadget key switching decomposes the context's first rows, got rows {rows}")
+    return make_gadget([primes[r] for r in rows], base_log, length)
+
+
+def _gen_key(ring, s_from, s_to, *, num_q, alpha, sigma, rng, tail=NOISE_TAIL, tables=None):
+    if not isinstance(tables, Gadget):
+        raise ValueError("gadget key generation needs the gadget (tables=make_gadget(...))")
+    return switching_key(s_from, s_to, tables, ring, rng, sigma, tail)
+
+
+def _decompose(x, ring, gadget):
+    return decompose_ntt(intt(x, ring), gadget, ring)
+
+
+def _product(x, digits, key, ring, gadget):
+    return gadget_product(digits, key.rows, ring)
+
+
+def _identity(x, ring, gadget):
+    return x
+
+
+METHOD = keyswitch.register(keyswitch.Method(
+    name="gadget", tables_type=Gadget, key_type=GadgetKey, make_tables=_make_tables, gen_key=_gen_key,
+    decompose=_decompose, product_extended=_product, mod_down=_identity, switch=_product,
+    lift_extended=_identity))

@@ -14,7 +14,7 @@ Key switching of x (at basis B) is three stages, each a separate function so tha
 kernels can replace them one by one:
 
 1. :func:`mod_up`: for every digit, INTT its limbs, base-convert them (centered,
-   :func:`exact_conv`) to every other row of B and to P, NTT. Output
+   :func:`jax_fhe.ops.exact_conv`) to every other row of B and to P, NTT. Output
    ``uint32[..., beta, L + alpha_p, N]`` over the extended basis B + P. Digit d of x is the
    integer [x]_{Q_d} in [-Q_d/2, Q_d/2), so on the rows of digit d it equals x. Centering
    matters: with the plain fast conversion (values in [0, alpha Q_d)) the digits have a large
@@ -23,7 +23,7 @@ kernels can replace them one by one:
 2. :func:`key_inner_product`: sum_d mod_up(x)_d * key_d over B + P: ``uint32[..., 2, L+a, N]``.
    Its phase c0 + c1 s equals P x s' + sum_d x_d e_d.
 3. :func:`mod_down`: divide by P with rounding: INTT the P limbs, base-convert them (exactly,
-   centered: :func:`exact_conv`) to B, NTT, subtract, multiply by P^-1. The result
+   centered: :func:`jax_fhe.ops.exact_conv`) to B, NTT, subtract, multiply by P^-1. The result
    ``uint32[..., 2, L, N]`` decrypts under s to x s' + (small).
 
 :func:`key_switch` computes what the three chained compute, bit for bit, without assembling
@@ -31,15 +31,16 @@ the extended digits: :func:`mod_up_convs` (one INTT launch for every digit, each
 centered BConv and NTT), then :func:`key_switch_convs`, where the fused key inner product
 (:func:`jax_fhe.ops.digit_key_product`) reads each digit's limbs in place, the special rows go
 through ModDown's conversion and the basis rows' store does the subtract-and-scale. The three
-stages stay as the reference (tests compare against them). Tables for one basis are a :class:`HybridTables` pytree
-(built once per level with :func:`make_hybrid_tables`); keys are :class:`KeySwitchKey` pytrees.
-Everything works under ``jax.jit`` and ``jax.vmap``; tables and keys are arguments.
+stages stay as the reference (tests compare against them); :func:`key_product_extended` is the
+fused product without ModDown (double hoisting). Tables for one basis are a
+:class:`HybridTables` pytree (built once per level with :func:`make_hybrid_tables`); keys are
+:class:`KeySwitchKey` pytrees. Everything works under ``jax.jit`` and ``jax.vmap``; tables and
+keys are arguments. The method registers itself as "hybrid" with :mod:`.keyswitch`.
 """
 from __future__ import annotations
 
 import functools
 import math
-import os
 from collections.abc import Sequence
 
 import jax
@@ -47,102 +48,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import ops
-from ..ops._checks import take_static
-from ..ops.bconv import bconv_centered
-from ..rns._pytree import pytree_dataclass, static_field
-from ..rns.bconv import BConvTable, make_bconv_table
+from ..ops import take_limbs
 from ..rns.context import RNSContext
-from ..rns.sampling import HostRandom, to_residues
+from ..rns.crt import ExactConv, make_exact_conv
+from ..rns.pytree import pytree_dataclass, static_field
+from ..rns.sampling import HostRandom, as_host_random
 from ..rns.shoup import device_u32
-from .crt import CrtQuotient, make_crt_quotient, rounded_quotient
-
-
-def _take_limbs(x: jax.Array, positions: Sequence[int]) -> jax.Array:
-    """Limbs ``positions`` (static) of x: uint32[..., L, N] -> uint32[..., len(positions), N];
-    a slice (fusible into consumers) where the positions run consecutively, else a gather."""
-    return take_static(x, positions, -2, max_runs=1)
-
-
-# -- exact (centered) base conversion ----------------------------------------------------------
-
-# Fused centered conversion (one FFI kernel, ``ops.bconv_centered``) instead of BConv plus a
-# separate elementwise correction pass. Read at trace time (jax.clear_caches() after changing
-# it). On by default (JAX_FHE_FUSED_CENTERED=0 turns it off): bit-identical to the two-pass
-# form on CPU and GPU, and on an H100 the (48, 12, 4) key switch took 425 instead of 480 us per
-# ciphertext at batch 8 with it.
-FUSED_CENTERED_CONV = os.environ.get("JAX_FHE_FUSED_CENTERED", "1") != "0"
-
-# ModUp of every digit in one BConv and one NTT launch where the tables allow it
-# (HybridTables.mod_up_stacked; needs the fused centered conversion). Read at trace time;
-# JAX_FHE_STACKED_MOD_UP=0 converts digit by digit (for comparison), with the same bits.
-STACKED_MOD_UP = os.environ.get("JAX_FHE_STACKED_MOD_UP", "1") != "0"
-
-# Key switch: ModDown's last forward NTT fused with the basis rows' key product
-# (ops.digit_key_product's sub_ntt: for one ciphertext on the GPU the NTT's second phase
-# evaluates the product, subtracts and scales), or (JAX_FHE_FUSED_KEY_PRODUCT_NTT=0) the NTT
-# apart. Same bits. H100, (48, 12, 4), one ct: 86 us for the fused kernel against 28 + 74 us.
-# Read at trace time.
-FUSED_KEY_PRODUCT_NTT = os.environ.get("JAX_FHE_FUSED_KEY_PRODUCT_NTT", "1") != "0"
-
-# Key switch: the special rows' key product fused with ModDown's first INTT
-# (ops.digit_key_product's intt: for one ciphertext on the GPU the INTT's first phase computes
-# the product where it would load it), or (JAX_FHE_FUSED_KEY_PRODUCT_INTT=0) the INTT apart.
-# Same bits. Read at trace time.
-FUSED_KEY_PRODUCT_INTT = os.environ.get("JAX_FHE_FUSED_KEY_PRODUCT_INTT", "1") != "0"
-
-
-@pytree_dataclass
-class ExactConv:
-    """Tables of a centered base conversion from rows ``src_rows`` to rows ``dst_rows``.
-
-    table:    the :class:`BConvTable` of the fast conversion.
-    src_prod: uint32[Lout]  (prod of the source primes) mod each target prime.
-    quotient: the fixed-point CRT quotient of the source primes (:mod:`.crt`).
-    """
-
-    table: BConvTable
-    src_prod: jax.Array
-    quotient: CrtQuotient
-    src_rows: tuple = static_field()
-    dst_rows: tuple = static_field()
-
-
-def make_exact_conv(primes: Sequence[int], src_rows: Sequence[int], dst_rows: Sequence[int]) -> ExactConv:
-    """Tables converting from rows ``src_rows`` to ``dst_rows`` of the prime list ``primes``."""
-    src = [int(primes[r]) for r in src_rows]
-    dst = [int(primes[r]) for r in dst_rows]
-    prod = math.prod(src)
-    return ExactConv(table=make_bconv_table(src, dst), src_prod=device_u32([prod % p for p in dst]),
-                     quotient=make_crt_quotient(src), src_rows=tuple(src_rows), dst_rows=tuple(dst_rows))
-
-
-def exact_conv(x, conv: ExactConv, ring: RNSContext, limb_offset: int | None = None) -> jax.Array:
-    """Centered base conversion of coefficient-domain residues.
-
-    x: uint32[..., Lin, N], residues of an integer polynomial v modulo the source primes
-    (product Q). Returns uint32[..., Lout, N]: [v]_Q, the representative in [-Q/2, Q/2), modulo
-    each target prime. The fast conversion gives [v]_Q + u Q with u = floor(sum_j y_j / q_j),
-    y_j = [x_j (Q/q_j)^-1]_{q_j}; we subtract round(sum_j y_j / q_j) Q instead, computed in
-    32-bit fixed point (:mod:`jax_fhe.rlwe.crt`, identical bits on every backend): the rounding
-    can only be wrong when the fraction is within about 2^-20 of 1/2, and then the result is off
-    by +-Q (+-1 after the division that follows in ModDown or rescaling) on that coefficient.
-    At most 16 source primes.
-
-    With ``FUSED_CENTERED_CONV`` this is one kernel (:func:`jax_fhe.ops.bconv.bconv_centered`,
-    same bits); otherwise BConv, the quotient and the correction are separate ops.
-    ``limb_offset``: x holds more limbs; the source residues are limbs [limb_offset,
-    limb_offset + Lin) (the fused kernel reads them in place).
-    """
-    if FUSED_CENTERED_CONV:
-        return bconv_centered(x, conv.table, conv.quotient, conv.src_prod, limb_offset)
-    if limb_offset is not None:
-        x = jax.lax.slice_in_dim(x, limb_offset, limb_offset + len(conv.src_rows), axis=-2)
-    y = ops.mul_limb_consts(x, conv.table.in_consts[1], ring, conv.src_rows)
-    k = rounded_quotient(y, conv.quotient)  # [..., N], in [0, Lin]
-    raw = ops.bconv(x, conv.table)
-    corr = ops.mul_limb_consts(jnp.broadcast_to(k[..., None, :], raw.shape), conv.src_prod,
-                               ring, conv.dst_rows)
-    return ops.sub_mod(raw, corr, ring, conv.dst_rows)
+from . import keyswitch
+from .encryption import NOISE_TAIL, encrypt_sk
+from .params import digit_rows
 
 
 # -- tables and keys ----------------------------------------------------------------------------
@@ -175,15 +89,6 @@ class HybridTables:
     def __repr__(self) -> str:
         return (f"HybridTables(L={len(self.rows)}, alpha_p={len(self.special_rows)}, "
                 f"beta={len(self.digits)})")
-
-
-def digit_rows(rows: Sequence[int], alpha: int) -> tuple:
-    """((d, rows of digit d), ...) for the non-empty digits of a basis (digit d = global rows
-    [d alpha, (d+1) alpha))."""
-    groups: dict = {}
-    for r in rows:
-        groups.setdefault(int(r) // int(alpha), []).append(int(r))
-    return tuple((d, tuple(rs)) for d, rs in sorted(groups.items()))
 
 
 def make_hybrid_tables(primes: Sequence[int], rows: Sequence[int], special_rows: Sequence[int],
@@ -251,31 +156,28 @@ class KeySwitchKey:
 
 
 def gen_switching_key(ring: RNSContext, s_from, s_to, *, num_q: int, alpha: int, sigma: float,
-                      rng: HostRandom, tail: float = 6.0) -> KeySwitchKey:
+                      rng: HostRandom | None, tail: float = NOISE_TAIL, tables=None) -> KeySwitchKey:
     """A key switching a ciphertext component multiplied by ``s_from`` into one under ``s_to``.
 
     s_from, s_to: uint32[T, N] NTT-domain secrets over every row of ``ring`` (rows 0..num_q-1
-    are the q primes, the rest the special primes). Randomness (the uniform a_d and the
-    Gaussian e_d) comes from ``rng``.
+    are the q primes, the rest the special primes). Digit d of the key is an encryption under
+    s_to of P [1 on the rows of digit d] s_from (:func:`jax_fhe.rlwe.encrypt_sk`, over every
+    row). ``tables`` is unused (hybrid keys serve every level).
     """
-    if not isinstance(rng, HostRandom):
-        raise TypeError(f"gen_switching_key: rng must be a HostRandom, got {type(rng).__name__}")
+    rng = as_host_random(rng)
     primes = ring.primes
-    t, n = len(primes), ring.n
+    t = len(primes)
     dnum = -(-num_q // alpha)
     big_p = math.prod(primes[num_q:])
     gadget = np.zeros((dnum, t), dtype=np.uint64)
     for d in range(dnum):
         for r in range(d * alpha, min((d + 1) * alpha, num_q)):
             gadget[d, r] = big_p % primes[r]
-    a = jnp.asarray(np.moveaxis(rng.uniform_mod(primes, (dnum, n)), 0, 1))  # [dnum, T, N]
-    e = ops.ntt(jnp.asarray(to_residues(rng.gaussian((dnum, n), sigma, tail), primes)), ring)
-    s_from = jnp.broadcast_to(s_from, a.shape)
-    s_to = jnp.broadcast_to(s_to, a.shape)
-    b = ops.sub_mod(e, ops.mul_mod(a, s_to, ring), ring)
-    g = jnp.broadcast_to(device_u32(gadget)[:, :, None], a.shape)
-    b = ops.add_mod(b, ops.mul_mod(g, s_from, ring), ring)
-    return KeySwitchKey(data=jnp.stack([b, a], axis=1), alpha=int(alpha), num_q=int(num_q))
+    rows = tuple(range(t))
+    g = jnp.broadcast_to(device_u32(gadget)[:, :, None], (dnum, t, ring.n))
+    msg = ops.mul_mod(g, jnp.broadcast_to(s_from, g.shape), ring)
+    data = encrypt_sk(msg, s_to, ring, rows, rng, sigma, tail)              # [dnum, 2, T, N]
+    return KeySwitchKey(data=data, alpha=int(alpha), num_q=int(num_q))
 
 
 # -- the three stages -----------------------------------------------------------------------------
@@ -297,11 +199,11 @@ def _mod_up_digits(x, ring: RNSContext, tables: HybridTables) -> list:
     out = []
     for (_, drows), conv_tables in zip(tables.digits, tables.mod_up):
         pos = [tables.rows.index(r) for r in drows]
-        xd = _take_limbs(x, pos)
+        xd = take_limbs(x, pos)
         if pos == list(range(pos[0], pos[0] + len(pos))):  # the usual case: read in place
-            c = exact_conv(coeff, conv_tables, ring, limb_offset=pos[0])
+            c = ops.exact_conv(coeff, conv_tables, limb_offset=pos[0])
         else:
-            c = exact_conv(_take_limbs(coeff, pos), conv_tables, ring)
+            c = ops.exact_conv(take_limbs(coeff, pos), conv_tables)
         out.append((xd, ops.ntt(c, ring, conv_tables.dst_rows)))
     return out
 
@@ -313,7 +215,7 @@ def mod_up(x, ring: RNSContext, tables: HybridTables) -> jax.Array:
     outs = []
     for (_, drows), (xd, conv) in zip(tables.digits, _mod_up_digits(x, ring, tables)):
         order = drows + tuple(r for r in ext if r not in drows)
-        outs.append(_take_limbs(jnp.concatenate([xd, conv], axis=-2), [order.index(r) for r in ext]))
+        outs.append(take_limbs(jnp.concatenate([xd, conv], axis=-2), [order.index(r) for r in ext]))
     return jnp.stack(outs, axis=-3)
 
 
@@ -342,7 +244,7 @@ def key_inner_product(ext, key: KeySwitchKey, ring: RNSContext, tables: HybridTa
     rows = tables.ext_rows
     acc = None
     for i, d in enumerate(ids):
-        t = _mul_key(ext[..., i, :, :], _take_limbs(key.data[d], rows), ring, rows)
+        t = _mul_key(ext[..., i, :, :], take_limbs(key.data[d], rows), ring, rows)
         acc = t if acc is None else ops.add_mod(acc, t, ring, rows)
     return acc
 
@@ -350,7 +252,7 @@ def key_inner_product(ext, key: KeySwitchKey, ring: RNSContext, tables: HybridTa
 def _mod_down_parts(yq, yp, ring: RNSContext, tables: HybridTables) -> jax.Array:
     """:func:`mod_down` of y given as its basis rows yq: uint32[..., L, N] and its special rows
     yp: uint32[..., alpha_p, N]."""
-    conv = ops.ntt(exact_conv(ops.intt(yp, ring, tables.special_rows), tables.mod_down, ring),
+    conv = ops.ntt(ops.exact_conv(ops.intt(yp, ring, tables.special_rows), tables.mod_down),
                    ring, tables.rows)
     diff = ops.sub_mod(yq, conv, ring, tables.rows)
     return ops.mul_limb_consts(diff, tables.p_inv, ring, tables.rows)
@@ -374,7 +276,7 @@ def mod_up_convs(x, ring: RNSContext, tables: HybridTables) -> list:
     conversion), a list of one array ``uint32[..., beta (L + alpha_p - alpha), N]`` holding
     every digit's conversion in digit order, made by one INTT, one BConv and one NTT launch
     (the ModUp of all digits batched, as Theodosian batches stage 1)."""
-    if tables.mod_up_stacked is not None and FUSED_CENTERED_CONV and STACKED_MOD_UP:
+    if tables.mod_up_stacked is not None:
         _check_basis(x, tables, "mod_up")
         coeff = ops.intt(x, ring, tables.rows)
         first = tables.rows.index(tables.digits[0][1][0])
@@ -402,21 +304,11 @@ def _product_plan(primes: tuple, tables_rows: tuple, digits: tuple, conv_rows: t
     return source, key_poly, moduli
 
 
-def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
-                     tables: HybridTables) -> jax.Array:
-    """:func:`key_switch` of x given its ModUp conversions ``convs`` (:func:`mod_up_convs`).
-
-    Two launches of the fused key inner product (:func:`jax_fhe.ops.digit_key_product`),
-    which reads every digit's limbs where ModUp left them (x, convs) and each key polynomial
-    once for the whole batch: first the special rows, which ModDown converts to the basis
-    (INTT, centered BConv, NTT); then the basis rows, whose store subtracts that conversion
-    and multiplies by P^-1. The extended digits and the basis rows of the inner product are
-    never written. With ``FUSED_KEY_PRODUCT_NTT`` (default) ModDown's NTT is the basis rows'
-    product's own option (``sub_ntt``): for one ciphertext on the GPU the NTT's second phase
-    evaluates the product, so the transformed conversion is never written either. Likewise
-    ``FUSED_KEY_PRODUCT_INTT`` (default) makes ModDown's INTT the special rows' product's
-    ``intt`` option, whose first phase computes the product on the GPU.
-    """
+def _key_product(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext, tables: HybridTables,
+                 out_rows, **epilogue) -> jax.Array:
+    """One launch of the fused key inner product (:func:`jax_fhe.ops.digit_key_product`) over
+    ``out_rows``, reading every digit's limbs where ModUp left them (x, convs) and each key
+    polynomial once for the whole batch. ``epilogue``: the product's ModDown options."""
     _check_key(key, ring, tables, "key_switch")
     _check_basis(x, tables, "key_switch")
     conv_rows = tuple(c.dst_rows for c in tables.mod_up)
@@ -429,24 +321,57 @@ def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
     elif len(convs) != len(tables.digits):
         raise ValueError(f"key_switch: expected {len(tables.digits)} ModUp conversions, got {len(convs)}")
     t = key.data.shape[-2]
-    static = (ring.primes, tables.rows, tables.digits, conv_rows, t, stacked)
+    source, key_poly, moduli = _product_plan(ring.primes, tables.rows, tables.digits, conv_rows, t, stacked,
+                                             tuple(out_rows))
     # [dnum, 2, T, N] -> [2 dnum T, N]; leading (batch) axes stay (e.g. a key batch from vmap)
     flat_key = key.data.reshape(key.data.shape[:-4] + (-1, key.data.shape[-1]))
+    return ops.digit_key_product(x, convs, flat_key, source=source, key_poly=key_poly, key_part=t,
+                                 moduli=moduli, **epilogue)
 
-    def product(out_rows, **epilogue):
-        source, key_poly, moduli = _product_plan(*static, tuple(out_rows))
-        return ops.digit_key_product(x, convs, flat_key, source=source, key_poly=key_poly,
-                                     key_part=t, moduli=moduli, **epilogue)
 
-    if FUSED_KEY_PRODUCT_INTT:                                          # [..., 2, alpha_p, N]
-        yp_coeff = product(tables.special_rows, intt=(ring, tables.special_rows))
-    else:
-        yp_coeff = ops.intt(product(tables.special_rows), ring, tables.special_rows)
-    conv = exact_conv(yp_coeff, tables.mod_down, ring)                  # [..., 2, L, N]
+def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
+                     tables: HybridTables) -> jax.Array:
+    """:func:`key_switch` of x given its ModUp conversions ``convs`` (:func:`mod_up_convs`).
+
+    Two launches of the fused key inner product: first the special rows, whose product's
+    inverse NTT (ModDown's first step) is the launch's own epilogue (on the GPU, for one
+    ciphertext, the INTT's first phase computes the product where it would load it); ModDown
+    converts them to the basis (centered BConv); then the basis rows, whose launch subtracts
+    the forward NTT of that conversion and multiplies by P^-1 (on the GPU the NTT's second
+    phase evaluates the product). The extended digits, the basis rows of the inner product and
+    the transformed conversion are never written.
+    """
+    yp_coeff = _key_product(x, convs, key, ring, tables, tables.special_rows,
+                            intt=(ring, tables.special_rows))                 # [..., 2, alpha_p, N]
+    conv = ops.exact_conv(yp_coeff, tables.mod_down)                          # [..., 2, L, N]
     scale = _p_inverse(ring.primes, tables.rows, tables.special_rows)
-    if FUSED_KEY_PRODUCT_NTT:
-        return product(tables.rows, sub=conv, scale=scale, sub_ntt=(ring, tables.rows))
-    return product(tables.rows, sub=ops.ntt(conv, ring, tables.rows), scale=scale)
+    return _key_product(x, convs, key, ring, tables, tables.rows, sub=conv, scale=scale,
+                        sub_ntt=(ring, tables.rows))
+
+
+def key_product_extended(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
+                         tables: HybridTables) -> jax.Array:
+    """The key inner product of x (given its ModUp conversions) over the extended basis,
+    without ModDown: uint32[..., 2, L + alpha_p, N] (NTT, rows ``tables.ext_rows``). Equal to
+    ``key_inner_product(mod_up(x))``; :func:`mod_down` of it equals :func:`key_switch_convs`."""
+    return _key_product(x, convs, key, ring, tables, tables.ext_rows)
+
+
+def lift_extended(x, ring: RNSContext, tables: HybridTables) -> jax.Array:
+    """P x on the basis rows, 0 on the special rows: uint32[..., L, N] -> uint32[..., L + alpha_p, N]
+    (NTT). ModDown divides it back to x exactly, so it can be added to key products before one
+    ModDown (Cheddar's PseudoModUp)."""
+    _check_basis(x, tables, "lift_extended")
+    scale = jnp.asarray(np.asarray(_p_mod(ring.primes, tables.rows, tables.special_rows), np.uint32))
+    px = ops.mul_limb_consts(x, scale, ring, tables.rows)
+    zeros = jnp.zeros(x.shape[:-2] + (len(tables.special_rows), x.shape[-1]), jnp.uint32)
+    return jnp.concatenate([px, zeros], axis=-2)
+
+
+@functools.lru_cache(maxsize=256)
+def _p_mod(primes: tuple, rows: tuple, special_rows: tuple) -> tuple:
+    big_p = math.prod(int(primes[r]) for r in special_rows)
+    return tuple(big_p % int(primes[r]) for r in rows)
 
 
 def key_switch(x, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> jax.Array:
@@ -457,3 +382,15 @@ def key_switch(x, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> 
     uint32[..., beta, L+a, N] are never assembled (:func:`key_switch_convs`, which checks the key).
     """
     return key_switch_convs(x, mod_up_convs(x, ring, tables), key, ring, tables)
+
+
+def _make_tables(primes, rows, special_rows, alpha, **options):
+    if options:
+        raise TypeError(f"hybrid key switching takes no options, got {sorted(options)}")
+    return make_hybrid_tables(primes, rows, special_rows, alpha)
+
+
+METHOD = keyswitch.register(keyswitch.Method(
+    name="hybrid", tables_type=HybridTables, key_type=KeySwitchKey, make_tables=_make_tables,
+    gen_key=gen_switching_key, decompose=mod_up_convs, product_extended=key_product_extended,
+    mod_down=mod_down, switch=key_switch_convs, lift_extended=lift_extended))

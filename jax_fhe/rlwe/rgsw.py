@@ -3,11 +3,12 @@
 An RGSW encryption of a small polynomial m under s, for the gadget (1, B, ..., B^(len-1)) of
 :mod:`.gadget`, is 2 len RLWE rows (NTT domain, phase b + a s):
 
-    rows[0, j]: phase m B^j s + e        (multiplies the a-part of an RLWE input)
-    rows[1, j]: phase m B^j + e          (multiplies the b-part)
+    rows[0, j]: phase m B^j + e          (multiplies the b-part, c0, of an RLWE input)
+    rows[1, j]: phase m B^j s + e        (multiplies the a-part, c1)
 
-The external product with ct = (a, b) decomposes a and b into digits and sums
-d^a_j rows[0, j] + d^b_j rows[1, j]: the phase becomes m (b + a s) + sum_j d_j e_j, so the input
+i.e. rows[i, j] has phase m B^j s^i. The external product with ct = (b, a) decomposes b and a
+into digits and sums d^b_j rows[0, j] + d^a_j rows[1, j]: the phase becomes m (b + a s) +
+sum_j d_j e_j, so the input
 noise is multiplied by m (a bit: unchanged) and the added noise is bounded by the digit size
 B/2 times the row noise, over 2 len N terms.
 
@@ -22,7 +23,7 @@ import jax.numpy as jnp
 
 from ..ops import add_mod, intt, mul_mod, sub_mod
 from ..rns import HostRandom, RNSContext
-from ..rns._pytree import pytree_dataclass
+from ..rns.pytree import pytree_dataclass
 from .gadget import Gadget, decompose_ntt, gadget_product, gadget_rows
 
 
@@ -41,8 +42,8 @@ def encrypt(s_ntt, m_ntt, gadget: Gadget, ctx: RNSContext, rng: HostRandom, sigm
     """RGSW encryption of NTT-domain messages ``m_ntt`` uint32[..., L, N] under ``s_ntt``."""
     m_ntt = jnp.asarray(m_ntt)
     ms = mul_mod(m_ntt, jnp.broadcast_to(s_ntt, m_ntt.shape), ctx)
-    rows = jnp.stack([gadget_rows(s_ntt, ms, gadget, ctx, rng, sigma, tail),
-                      gadget_rows(s_ntt, m_ntt, gadget, ctx, rng, sigma, tail)], axis=-5)
+    rows_s = gadget_rows(s_ntt, ms, gadget, ctx, rng, sigma, tail)      # sampled first (as always)
+    rows = jnp.stack([gadget_rows(s_ntt, m_ntt, gadget, ctx, rng, sigma, tail), rows_s], axis=-5)
     return RGSWCiphertext(rows=rows)
 
 
@@ -83,4 +84,4 @@ def from_rlwe(rows_b: jax.Array, conversion_key: RGSWCiphertext, key_gadget: Gad
     if rows_b.ndim < 4 or rows_b.shape[-3] != 2:
         raise ValueError(f"from_rlwe: rows_b must be uint32[..., len, 2, L, N], got {rows_b.shape}")
     rows_a = external_product(conversion_key, rows_b, key_gadget, ctx)
-    return RGSWCiphertext(rows=jnp.stack([rows_a, rows_b], axis=-5))
+    return RGSWCiphertext(rows=jnp.stack([rows_b, rows_a], axis=-5))

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._pytree import pytree_dataclass, static_field
+from .pytree import pytree_dataclass, static_field
 from .primes import is_prime
 from .shoup import shoup
 

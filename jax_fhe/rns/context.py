@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from ._pytree import pytree_dataclass, static_field
+from .pytree import pytree_dataclass, static_field
 from .primes import check_ntt_prime, primitive_root_of_unity
 from .shoup import bit_reverse_permutation, device_u32, powers_mod, shoup
 
@@ -25,7 +25,10 @@ MAX_LOG_N = 16
 
 
 def check_ring_degree(n: int) -> int:
-    """Return log2(n), or raise ValueError unless n is a power of two in [2^10, 2^16]."""
+    """Return log2(n), or raise TypeError unless n is an integer and ValueError unless it is a
+    power of two in [2^10, 2^16]."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"ring degree N must be an int, got {type(n).__name__} {n!r}")
     n = int(n)
     if n <= 0 or n & (n - 1):
         raise ValueError(f"ring degree N={n} must be a power of two")
@@ -137,6 +140,7 @@ def ntt_row_tables(psi: np.ndarray, psi_shoup: np.ndarray) -> np.ndarray:
 def make_context(primes: Sequence[int], n: int) -> RNSContext:
     """Build the tables for ``primes`` (each NTT-friendly for ``n``) on the default device."""
     check_ring_degree(n)
+    n = int(n)
     primes = tuple(int(q) for q in primes)
     if not primes:
         raise ValueError("an RNS context needs at least one prime")

@@ -131,6 +131,15 @@ class HostRandom:
         return out
 
 
+def as_host_random(rng) -> HostRandom:
+    """``rng`` itself, or a fresh os.urandom HostRandom for None; TypeError for anything else."""
+    if rng is None:
+        return HostRandom()
+    if not isinstance(rng, HostRandom):
+        raise TypeError(f"rng must be a jax_fhe.rns.HostRandom (or None for os.urandom), got {type(rng).__name__}")
+    return rng
+
+
 _TABLES: dict = {}
 
 

@@ -1,0 +1,129 @@
+"""Secrets, secret- and public-key encryption and decryption, shared by every RLWE scheme.
+
+Everything here works on plain arrays over chosen rows of an :class:`jax_fhe.rns.RNSContext`
+(``rows``: which primes the L limbs use), so a scheme decides its levels and wraps the result in
+its own types. Randomness comes only from :class:`jax_fhe.rns.HostRandom` (os.urandom unless a
+test passes an explicitly insecure one); sampling runs on the host, so encryption is not jitted,
+decryption is.
+
+Component order (:mod:`.ciphertext`): (c0, c1) = (b, a) with b = m + e - a s, phase c0 + c1 s.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import ops
+from ..rns.context import RNSContext
+from ..rns.sampling import HostRandom, as_host_random, to_residues
+from ..rns.shoup import device_u32
+
+NOISE_TAIL = 6.0  # discrete Gaussian noise truncated at 6 sigma
+
+
+def sample_secret(n: int, rng: HostRandom | None = None, hamming_weight: int | None = None) -> np.ndarray:
+    """A ternary secret int8[N]: uniform over {-1, 0, 1}, or with exactly ``hamming_weight``
+    nonzero entries."""
+    rng = as_host_random(rng)
+    if hamming_weight is None:
+        return rng.ternary((int(n),))
+    return rng.hamming_ternary(int(n), int(hamming_weight))[0]
+
+
+def secret_ntt(s, ring: RNSContext, rows: Sequence[int] | None = None) -> jax.Array:
+    """A small signed secret int[..., N] -> NTT-domain residues uint32[..., L, N] on ``rows`` of
+    ``ring`` (default: every row)."""
+    rows = tuple(range(len(ring.primes))) if rows is None else tuple(rows)
+    return ops.ntt(jnp.asarray(to_residues(np.asarray(s), ring.primes_for(rows))), ring, rows)
+
+
+def noise_ntt(shape: tuple, ring: RNSContext, rows: Sequence[int], rng: HostRandom, sigma: float,
+              tail: float = NOISE_TAIL) -> jax.Array:
+    """Discrete Gaussian noise polynomials of batch shape ``shape`` (last axis N), in the NTT
+    domain on ``rows``: uint32[*shape[:-1], L, N]."""
+    e = rng.gaussian(shape, sigma, tail)
+    return ops.ntt(jnp.asarray(to_residues(e, ring.primes_for(rows))), ring, rows)
+
+
+def uniform(batch: tuple, ring: RNSContext, rows: Sequence[int], rng: HostRandom) -> jax.Array:
+    """Uniform residues uint32[*batch, L, N] on ``rows`` (uniform in either domain)."""
+    raw = rng.uniform_mod(ring.primes_for(rows), tuple(batch) + (ring.n,))
+    return jnp.asarray(np.moveaxis(raw, 0, -2))
+
+
+def encrypt_sk(m, s, ring: RNSContext, rows: Sequence[int], rng: HostRandom | None, sigma: float,
+               tail: float = NOISE_TAIL) -> jax.Array:
+    """Secret-key encryptions of NTT-domain messages ``m``: uint32[..., L, N] on ``rows``, under the
+    NTT-domain secret ``s`` (uint32[L, N] on the same rows). Returns uint32[..., 2, L, N] (NTT):
+    (m + e - a s, a) with a uniform and e discrete Gaussian."""
+    rng = as_host_random(rng)
+    rows = tuple(rows)
+    m = jnp.asarray(m)
+    batch = tuple(m.shape[:-2])
+    a = uniform(batch, ring, rows, rng)
+    e = noise_ntt(batch + (ring.n,), ring, rows, rng, sigma, tail)
+    b = ops.sub_mod(ops.add_mod(m, e, ring, rows), ops.mul_mod(a, jnp.broadcast_to(s, a.shape), ring, rows),
+                    ring, rows)
+    return jnp.stack([b, a], axis=-3)
+
+
+def gen_public_key(s, ring: RNSContext, rows: Sequence[int], rng: HostRandom | None, sigma: float,
+                   tail: float = NOISE_TAIL) -> jax.Array:
+    """An encryption of zero under ``s`` on ``rows``: uint32[2, L, N] = (-a s + e, a)."""
+    rows = tuple(rows)
+    return encrypt_sk(jnp.zeros((len(rows), ring.n), jnp.uint32), s, ring, rows, rng, sigma, tail)
+
+
+def encrypt_pk(m, pk, ring: RNSContext, rows: Sequence[int], rng: HostRandom | None, sigma: float,
+               tables=None, tail: float = NOISE_TAIL) -> jax.Array:
+    """Public-key encryptions of NTT-domain messages ``m``: uint32[..., L, N] on ``rows``.
+
+    Without ``tables``: (v pk_0 + e0 + m, v pk_1 + e1) on ``rows`` (``pk``: uint32[2, T, N] over
+    the ring's rows, v a uniform ternary polynomial). With key-switching ``tables`` for ``rows``
+    (:mod:`.keyswitch`) the encryption runs in the extended basis QP and divides by P:
+    ((v pk_0 + e0 + P m, v pk_1 + e1)) / P, so that the noise v e + e0 + e1 s shrinks by P and
+    only the division's rounding remains (|eps0 + eps1 s| ~ sqrt(h / 12) instead of ~ sigma
+    sqrt(N)). Returns uint32[..., 2, L, N] (NTT)."""
+    from . import keyswitch  # the interface imports this module's helpers for key generation
+
+    rng = as_host_random(rng)
+    rows = tuple(rows)
+    m = jnp.asarray(m)
+    batch = tuple(m.shape[:-2])
+    enc_rows = rows if tables is None else keyswitch.extended_rows(tables)
+    if tables is not None and tuple(tables.rows) != rows:
+        raise ValueError(f"encrypt_pk: the key-switching tables are for rows {tables.rows}, not {rows}")
+    shape = batch + (len(enc_rows), ring.n)
+    v = rng.ternary(batch + (ring.n,))
+    v = ops.ntt(jnp.asarray(to_residues(v, ring.primes_for(enc_rows))), ring, enc_rows)
+    pk = ops.take_static(pk, enc_rows, -2, max_runs=1)
+    full = lambda x: jnp.broadcast_to(x, shape)  # noqa: E731
+    c0 = ops.add_mod(ops.mul_mod(v, full(pk[0]), ring, enc_rows),
+                     noise_ntt(batch + (ring.n,), ring, enc_rows, rng, sigma, tail), ring, enc_rows)
+    c1 = ops.add_mod(ops.mul_mod(v, full(pk[1]), ring, enc_rows),
+                     noise_ntt(batch + (ring.n,), ring, enc_rows, rng, sigma, tail), ring, enc_rows)
+    nl = len(rows)
+    if tables is None:
+        return jnp.stack([ops.add_mod(c0, m, ring, rows), c1], axis=-3)
+    # + P m on the basis rows (P m = 0 mod the special primes), then divide by P
+    big_p = math.prod(ring.primes[r] for r in tables.special_rows)
+    pm = ops.mul_limb_consts(m, device_u32([big_p % q for q in ring.primes_for(rows)]), ring, rows)
+    c0 = c0.at[..., :nl, :].set(ops.add_mod(c0[..., :nl, :], pm, ring, rows))
+    return keyswitch.mod_down(jnp.stack([c0, c1], axis=-3), ring, tables)
+
+
+def phase(data, s, ring: RNSContext, rows: Sequence[int]) -> jax.Array:
+    """The phase c_0 + c_1 s + ... + c_{k-1} s^(k-1) of NTT-domain ciphertexts uint32[..., k, L, N]
+    on ``rows`` under the NTT-domain secret ``s`` (uint32[L, N] on the same rows): uint32[..., L, N]
+    (Horner's rule; jittable)."""
+    rows = tuple(rows)
+    k = data.shape[-3]
+    s = jnp.broadcast_to(s, data.shape[:-3] + data.shape[-2:])
+    acc = data[..., k - 1, :, :]
+    for i in range(k - 2, -1, -1):
+        acc = ops.mac_mod(data[..., i, :, :], acc, s, ring, rows)
+    return acc
