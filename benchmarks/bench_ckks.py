@@ -221,7 +221,7 @@ def main() -> None:
                     else pathlib.Path(args.results) / f"{area}.json")
             if entries:
                 merge_results(path, area, entries)
-                print(f"merged {len(entries)} rows into {path}")
+                print(f"merged {len(entries)} rows into {path}; python benchmarks/results_page.py renders RESULTS.md")
 
 
 if __name__ == "__main__":

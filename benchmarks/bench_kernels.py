@@ -283,7 +283,7 @@ def main() -> None:
             json.dump(result, fh, indent=1)
     if args.results:
         merge_results(args.results, "kernels", result_entries(rows, device.device_kind, bw))
-        print(f"merged {len(rows)} rows into {args.results}")
+        print(f"merged {len(rows)} rows into {args.results}; python benchmarks/results_page.py renders RESULTS.md")
     print(f"\n{'kernel':8s} {'N':>6s} {'L':>3s} {'Lout':>4s} {'B':>5s} {'us':>9s} {'GB/s':>7s} {'%copy':>6s}"
           f" {'dev us':>9s} {'%copy':>6s}")
     for r in rows:

@@ -160,7 +160,7 @@ def main():
         print(f"wrote {a.out}")
     if a.results:
         merge_results(a.results, "pir", entries)
-        print(f"merged {len(entries)} rows into {a.results}")
+        print(f"merged {len(entries)} rows into {a.results}; python benchmarks/results_page.py renders RESULTS.md")
 
 
 if __name__ == "__main__":

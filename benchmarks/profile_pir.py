@@ -269,6 +269,8 @@ def main(argv=None):
         ep.PACK_TEMP_BYTES = saved
     if a.out:
         print(f"wrote {a.out}")
+    if a.results:
+        print(f"merged the answer rows into {a.results}; python benchmarks/results_page.py renders RESULTS.md")
     return results
 
 
