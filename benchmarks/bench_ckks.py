@@ -14,15 +14,20 @@ Timing: jitted function, warm-up call, then the median over trials of (elapsed f
 dispatches) / calls, each trial ended by block_until_ready. Batched rows report time per
 ciphertext (one vmapped call over B ciphertexts / B).
 
-    python benchmarks/bench_ckks.py [--out results.json] [--batch 8]     # GPU, N = 2^16
+    python benchmarks/bench_ckks.py [--out run.json] [--batch 8]         # GPU, N = 2^16
+    python benchmarks/bench_ckks.py --results                            # and update the page
     python benchmarks/bench_ckks.py --quick                              # CPU check, N = 2^12
+
+``--results`` merges the key-switch rows into benchmarks/results/keyswitch.json and the
+HMult / HRot / rescale rows into benchmarks/results/ckks.json (wall time; per ciphertext of the
+vmapped call as ``batched``), from which ``results_page.py`` renders benchmarks/RESULTS.md.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import pathlib
 import statistics
-import subprocess
 import sys
 import time
 
@@ -34,6 +39,10 @@ from bench_kernels import copy_bandwidth
 from gpu_trace import print_kernel_summary, trace_kernels
 from jax_fhe import ckks, ops, rlwe, rns
 from jax_fhe.rns import HostRandom
+from results import default_path as default_results_path
+from results import entry as result_entry
+from results import git_commit
+from results import merge as merge_results
 
 THEODOSIAN_TABLE_III_MB = {(48, 12, 4): (352, 233, 201), (24, 12, 2): (101, 81.8, 107),
                            (12, 12, 1): (31.5, 34.6, 69.2)}
@@ -117,6 +126,31 @@ def bench_ops(params, level, batch, calls, put):
     return rows
 
 
+def result_entries(ks_rows, op_rows, preset, n, device_kind, bw):
+    """(key-switch entries, CKKS-op entries) in the results format (benchmarks/results.py)."""
+    ks = []
+    for r in ks_rows:
+        shape = (r["L"], r["alpha"], r["beta"])
+        extra = {}
+        if "floor_us" in r:
+            extra = dict(floor=dict(time=round(r["floor_us"], 1),
+                                    basis=f"{sum(r['table_iii_mb']):g} MB (Theodosian Table III) at the "
+                                          f"copy bandwidth ({bw / 1e9:.0f} GB/s, wall)"),
+                         ratio=round(r["ratio"], 2))
+        batched = dict(batch=r["batch"], time=round(r["us_per_ct_batched"], 1))
+        if "ratio_batched" in r:
+            batched["ratio"] = round(r["ratio_batched"], 2)
+        ks.append(result_entry(f"keyswitch/N=2^{n.bit_length() - 1}/{shape}", "hybrid key switch",
+                               f"N = 2^{n.bit_length() - 1}, (L, α, β) = {shape}", device_kind,
+                               time=round(r["us"], 1), clock="wall", batched=batched, **extra))
+    ops_ = [result_entry(f"{r['op']}/{preset}/level={r['level']}", r["op"],
+                         f"{preset}, level {r['level']} ({r['limbs']} limbs)", device_kind,
+                         time=round(r["us"], 1), clock="wall",
+                         batched=dict(batch=r["batch"], time=round(r["us_per_ct_batched"], 1)))
+            for r in op_rows]
+    return ks, ops_
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", default=None, help="gpu or cpu (default: JAX's default backend)")
@@ -128,15 +162,21 @@ def main() -> None:
     ap.add_argument("--key-switch-only", action="store_true", help="skip the HMult/HRot/rescale rows")
     ap.add_argument("--ks-limbs", default=None, help="comma-separated L of the key-switch rows to run "
                     "(default: all of Theodosian's Table III)")
+    ap.add_argument("--results", nargs="?", const="default", default=None, metavar="DIR",
+                    help="merge the rows into the results files read by results_page.py: DIR/keyswitch.json "
+                         "and DIR/ckks.json (default DIR: benchmarks/results)")
     args = ap.parse_args()
+    if args.quick and args.results == "default":
+        ap.error("--quick rows are toy parameters on the CPU: give --results a scratch folder")
     device = jax.devices(args.backend)[0] if args.backend else jax.devices()[0]
     put = lambda tree: jax.device_put(tree, device)  # noqa: E731
     if args.quick:
-        n, configs, params, calls, batch = 1 << 12, [(8, 4, 2), (4, 4, 1)], ckks.toy_n12(), 3, 2
+        n, configs, preset, calls, batch = 1 << 12, [(8, 4, 2), (4, 4, 1)], "toy-n12", 3, 2
         bw_bytes = 1 << 26
     else:
-        n, configs, params, calls, batch = 1 << 16, list(THEODOSIAN_TABLE_III_MB), ckks.ckks_n16_boot(), 20, args.batch
+        n, configs, preset, calls, batch = 1 << 16, list(THEODOSIAN_TABLE_III_MB), "n16-boot", 20, args.batch
         bw_bytes = 1 << 30
+    params = ckks.preset(preset)
     bw = copy_bandwidth(device, bw_bytes)
     print(f"device: {device.device_kind}; copy bandwidth {bw / 1e9:.0f} GB/s; N = {n}; {params!r}")
 
@@ -169,16 +209,19 @@ def main() -> None:
     for r in op_rows:
         print(f"{r['op']:26s} {r['level']:5d} {r['limbs']:5d} {r['us']:10.1f} {r['us_per_ct_batched']:14.1f}")
     if args.out:
-        try:
-            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                    text=True).stdout.strip()
-        except OSError:
-            commit = ""
         with open(args.out, "w") as f:
             json.dump({"device": device.device_kind, "copy_bandwidth_gbs": bw / 1e9, "n": n,
-                       "params": repr(params), "commit": commit, "date": time.strftime("%Y-%m-%d"),
+                       "params": repr(params), "commit": git_commit(), "date": time.strftime("%Y-%m-%d"),
                        "key_switch": ks_rows, "ops": op_rows}, f, indent=2)
         print(f"wrote {args.out}")
+    if args.results:
+        ks, ops_ = result_entries(ks_rows, op_rows, preset, n, device.device_kind, bw)
+        for area, entries in (("keyswitch", ks), ("ckks", ops_)):
+            path = (default_results_path(area) if args.results == "default"
+                    else pathlib.Path(args.results) / f"{area}.json")
+            if entries:
+                merge_results(path, area, entries)
+                print(f"merged {len(entries)} rows into {path}; python benchmarks/results_page.py renders RESULTS.md")
 
 
 if __name__ == "__main__":

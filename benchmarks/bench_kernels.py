@@ -14,14 +14,18 @@ executable is amortized), and each trial runs that executable three times before
 synchronizes (each dispatch overlaps the device work of the run before); the per-kernel time is
 the median over trials of elapsed / (3 K), after a warm-up. ``dispatch_us`` separately reports one jitted call on a tiny input (host overhead).
 
-    python benchmarks/bench_kernels.py [--backend gpu|cpu] [--out results.json] [--quick]
+    python benchmarks/bench_kernels.py [--backend gpu|cpu] [--out run.json] [--quick]
+    python benchmarks/bench_kernels.py --kernels ntt --limbs 48 --batches 16,64 --trace /tmp/tr --results
+
+``--results`` merges the rows into benchmarks/results/kernels.json (time: the device time with
+``--trace``, else the wall time; floor: the bytes above over the copy bandwidth measured the same
+way), from which ``results_page.py`` renders benchmarks/RESULTS.md.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 
@@ -31,6 +35,11 @@ import numpy as np
 
 from gpu_trace import trace_kernels
 from jax_fhe import ops, rns
+from results import add_argument as add_results_argument
+from results import entry as result_entry
+from results import git_commit
+from results import merge as merge_results
+from results import refuse_quick_default
 
 
 
@@ -137,6 +146,37 @@ def _inputs(device, primes, batch, rng, budget_bytes, min_count, n, lift_bits=No
     return [put(np.roll(base, int(rng.integers(0, n)), axis=-1)) for _ in range(k)]
 
 
+_OPERATIONS = {"ntt": "NTT forward", "intt": "NTT inverse", "lift": "NTT forward of int32 digits (ntt_lift)",
+               "modup": "NTT forward of ModUp's limbs", "bconv": "BConv"}
+
+
+def result_entries(rows, device_kind: str, bw) -> list:
+    """The rows in the results format (benchmarks/results.py): time by device where traced,
+    floor = bytes over the copy bandwidth measured the same way, ratio = time / floor."""
+    bw_wall, bw_dev = bw
+    out = []
+    for r in rows:
+        traced = "device_us" in r
+        t = r["device_us"] if traced else r["time_us"]
+        rate = (bw_dev or bw_wall) if traced else bw_wall
+        floor_us = r["bytes"] / rate * 1e6
+        kind = r["kernel"].rstrip("0123456789")
+        width = r["kernel"][len(kind):]
+        size = f"N = 2^{r['n'].bit_length() - 1}"
+        primes = f", {width}-bit primes" if width else ""
+        if kind == "bconv":
+            key = f"{r['kernel']}/N=2^{r['n'].bit_length() - 1}/{r['L']}->{r['L_out']}/B={r['batch']}"
+            params = f"{size}, {r['L']} → {r['L_out']} limbs, batch {r['batch']}{primes}"
+        else:
+            key = f"{r['kernel']}/N=2^{r['n'].bit_length() - 1}/L={r['L']}/B={r['batch']}"
+            params = f"{size}, L = {r['L']}, batch {r['batch']}{primes}"
+        out.append(result_entry(key, _OPERATIONS[kind], params, device_kind, time=round(t, 1),
+                                clock="device" if traced else "wall", ratio=round(t / floor_us, 2),
+                                floor=dict(time=round(floor_us, 1), bytes=r["bytes"],
+                                           bandwidth_gbps=round(rate / 1e9))))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", default=None, help="gpu or cpu (default: JAX's default backend)")
@@ -151,7 +191,9 @@ def main() -> None:
     ap.add_argument("--trace", default=None, metavar="DIR",
                     help="also print each kernel's device time from a profiler trace written here")
     ap.add_argument("--bconv-out", default=None, help="comma-separated BConv output limb counts (default 12,24,48)")
+    add_results_argument(ap, "kernels")
     args = ap.parse_args()
+    refuse_quick_default(ap, args.results, args.quick, "kernels")
 
     device = jax.devices(args.backend)[0] if args.backend else jax.devices()[0]
     is_gpu = device.platform == "gpu"
@@ -232,18 +274,16 @@ def main() -> None:
                                      args.trace and f"{args.trace}/bconv{width}_{lout}_{B}",
                                      kernel=f"bconv{width}", L=lin, L_out=lout, batch=B, n=N, table=tag))
 
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, check=False).stdout.strip()
-    except OSError:
-        commit = ""
     result = dict(device=device.device_kind, platform=device.platform, jax=jax.__version__,
-                  date=time.strftime("%Y-%m-%d"), commit=commit, copy_bw_gbps=bw_wall / 1e9,
+                  date=time.strftime("%Y-%m-%d"), commit=git_commit(), copy_bw_gbps=bw_wall / 1e9,
                   copy_bw_device_gbps=bw_dev / 1e9 if bw_dev else None,
                   dispatch_us=dispatch * 1e6, rows=rows)
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(result, fh, indent=1)
+    if args.results:
+        merge_results(args.results, "kernels", result_entries(rows, device.device_kind, bw))
+        print(f"merged {len(rows)} rows into {args.results}; python benchmarks/results_page.py renders RESULTS.md")
     print(f"\n{'kernel':8s} {'N':>6s} {'L':>3s} {'Lout':>4s} {'B':>5s} {'us':>9s} {'GB/s':>7s} {'%copy':>6s}"
           f" {'dev us':>9s} {'%copy':>6s}")
     for r in rows:

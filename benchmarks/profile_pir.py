@@ -3,6 +3,7 @@
     python benchmarks/profile_pir.py --gib 1 16 --batches 1 32 --reps 3 --out prof.json   # GPU
     python benchmarks/profile_pir.py --memory --gib 1 4 16 --batches 1 32                 # any machine
     python benchmarks/profile_pir.py --quick                                              # CPU smoke run
+    python benchmarks/profile_pir.py --gib 16 --batches 1 32 --results                   # update the page
 
 Timing mode builds the server as ``bench_pir.py`` does (random DB on the device, hint planes)
 and times every stage as its own jitted function, fed the previous stage's output (median of
@@ -16,7 +17,9 @@ and times every stage as its own jitted function, fed the previous stage's outpu
     answer        the whole jitted ``answer`` (one executable: XLA may overlap/fuse stages)
 
 and checks that the chained stages give exactly the answer's ciphertexts. The share column is
-each stage over the full answer.
+each stage over the full answer. ``--results`` merges the full answer's times into
+benchmarks/results/pir.json (as ``bench_pir.py --results`` does), from which ``results_page.py``
+renders benchmarks/RESULTS.md.
 
 --memory allocates nothing large: it builds abstract (``jax.eval_shape``) server, keys and
 query for the requested size, then lowers and compiles each stage, the full ``answer`` and the
@@ -40,8 +43,12 @@ from jax_fhe.pir import protocols as pr
 from jax_fhe.pir import ring
 from jax_fhe.rns import HostRandom
 
-from bench_pir import build_server, peak_bytes, quick_params, random_db
+from bench_pir import (H100_COPY_BYTES_PER_S, build_server, peak_bytes, pir_entry, planes_bytes,
+                       quick_params, random_db)
 from db_gemm import bench
+from results import add_argument as add_results_argument
+from results import merge as merge_results
+from results import refuse_quick_default
 
 GIB = 1 << 30
 
@@ -224,7 +231,13 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="write the rows as JSON here")
     ap.add_argument("--trace", default=None, help="print GPU kernel times of the expansion, pack and "
                     "fold stages (one extra traced call each; trace files under this folder)")
+    ap.add_argument("--bandwidth", type=float, default=H100_COPY_BYTES_PER_S,
+                    help="--results: HBM bytes/s of the floor (default: the H100's copy rate)")
+    add_results_argument(ap, "pir")
     a = ap.parse_args(argv)
+    if a.results and a.memory:
+        ap.error("--results takes timings; --memory only compiles")
+    refuse_quick_default(ap, a.results, a.quick, "pir")
     rng = HostRandom.insecure_deterministic(1)
     if a.quick:
         rp, a.reps = ring.RING_TOY, min(a.reps, 2)
@@ -248,17 +261,23 @@ def main(argv=None):
                 if a.out:  # after every batch: a run cut short keeps what it measured
                     with open(a.out, "w") as f:
                         json.dump(results, f, indent=1)
+                if a.results:
+                    entries = [pir_entry(params, r["batch"], r["ms"] / 1e3, dev.device_kind, a.bandwidth)
+                               for r in rows if r["stage"] == "answer"]
+                    merge_results(a.results, "pir", entries)
     finally:
         ep.PACK_TEMP_BYTES = saved
     if a.out:
         print(f"wrote {a.out}")
+    if a.results:
+        print(f"merged the answer rows into {a.results}; python benchmarks/results_page.py renders RESULTS.md")
     return results
 
 
 def run_config(a, gib, params, tables, rng, dev):
     """Time (or, with --memory, compile) one protocol instance; print and yield its rows."""
     size = f"{params.db_bytes / GIB:.3g} GiB" if gib else f"{params.db_bytes >> 10} KiB (toy)"
-    planes = params.ring.n * params.ring.limbs * 4 * params.blocks * params.lwe.n
+    planes = planes_bytes(params)
     print(f"\n{params.protocol}, DB {size} (blocks {params.blocks}, D_0 {params.cols}), planes "
           f"{planes / GIB:.3g} GiB, pack temp bound {ep.PACK_TEMP_BYTES / GIB:.3g} GiB", flush=True)
     if a.memory:

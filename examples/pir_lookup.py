@@ -16,47 +16,53 @@ from jax_fhe.pir import protocols as pr
 from jax_fhe.pir import ring
 from jax_fhe.rns import HostRandom
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--gib", type=float, default=None, help="DB size in GiB (paper layout); default: 128 KiB")
-ap.add_argument("--batch", type=int, default=2)
-args = ap.parse_args()
 
-rng = HostRandom()                                      # os.urandom: secrets and public seeds
-if args.gib:
-    params = pr.paper_params("hybrid", args.gib, rng=rng)
-else:
-    params = pr.make_params("hybrid", blocks=4, cols=8, rng=rng)   # 32 records x 4 KiB
-tables = ring.make_tables(params.ring)                  # device tables (twiddles, gadgets)
-print(params)
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gib", type=float, default=None, help="DB size in GiB (paper layout); default: 128 KiB")
+    ap.add_argument("--batch", type=int, default=2, help="queries answered in one call (default 2)")
+    args = ap.parse_args()
 
-# Server, offline: the records and the hint planes (DB @ A, rounded, NTT'd, split in bytes).
-records = np.frombuffer(HostRandom.insecure_deterministic(1).bytes(params.num_records * params.record_bytes),
-                        np.uint8).reshape(params.num_records, params.record_bytes)
-t0 = time.perf_counter()
-server = pr.server_setup(params, records, tables)
-print(f"server setup (hint): {time.perf_counter() - t0:.1f} s")
+    rng = HostRandom()                                      # os.urandom: secrets and public seeds
+    if args.gib:
+        params = pr.paper_params("hybrid", args.gib, rng=rng)
+    else:
+        params = pr.make_params("hybrid", blocks=4, cols=8, rng=rng)   # 32 records x 4 KiB
+    tables = ring.make_tables(params.ring)                  # device tables (twiddles, gadgets)
+    print(params)
 
-# Client, once: a long-term RLWE key; keys.public (expansion + RGSW(s) keys) is uploaded.
-keys = pr.client_keygen(params, tables, rng)
-comm = params.communication()
-print(f"reusable keys: {comm['reusable_keys'] / 2**20:.2f} MiB; per query: "
-      f"{comm['query'] / 1024:.0f} KiB up, {comm['response'] / 1024:.0f} KiB down")
+    # Server, offline: the records and the hint planes (DB @ A, rounded, NTT'd, split in bytes).
+    records = np.frombuffer(HostRandom.insecure_deterministic(1).bytes(params.num_records * params.record_bytes),
+                            np.uint8).reshape(params.num_records, params.record_bytes)
+    t0 = time.perf_counter()
+    server = pr.server_setup(params, records, tables)
+    print(f"server setup (hint): {time.perf_counter() - t0:.1f} s")
 
-# Client: the query (one-hot LWE b-vector + one RLWE ciphertext carrying s and the block bits).
-wanted = [int(i) for i in rng.uint64((args.batch,)) % np.uint64(params.num_records)]
-query, secret = pr.client_query(keys, tables, wanted, rng)
+    # Client, once: a long-term RLWE key; keys.public (expansion + RGSW(s) keys) is uploaded.
+    keys = pr.client_keygen(params, tables, rng)
+    comm = params.communication()
+    print(f"reusable keys: {comm['reusable_keys'] / 2**20:.2f} MiB; per query: "
+          f"{comm['query'] / 1024:.0f} KiB up, {comm['response'] / 1024:.0f} KiB down")
 
-# Server, online: one jitted call for the batch.
-ans = pr.answer(server, keys.public, query)
-jax.block_until_ready(ans.ct)
-t0 = time.perf_counter()
-ans = pr.answer(server, keys.public, query)
-jax.block_until_ready(ans.ct)
-print(f"server answer for {args.batch} queries: {1e3 * (time.perf_counter() - t0):.1f} ms "
-      f"on {jax.devices()[0].device_kind}")
+    # Client: the query (one-hot LWE b-vector + one RLWE ciphertext carrying s and the block bits).
+    wanted = [int(i) for i in rng.uint64((args.batch,)) % np.uint64(params.num_records)]
+    query, secret = pr.client_query(keys, tables, wanted, rng)
 
-# Client: decrypt.
-got = pr.decode(keys, tables, secret, ans)
-for i, rec in zip(wanted, got):
-    ok = np.array_equal(rec, records[i])
-    print(f"record {i}: {rec[:8].tolist()}... {'OK' if ok else 'MISMATCH'}")
+    # Server, online: one jitted call for the batch.
+    ans = pr.answer(server, keys.public, query)
+    jax.block_until_ready(ans.ct)
+    t0 = time.perf_counter()
+    ans = pr.answer(server, keys.public, query)
+    jax.block_until_ready(ans.ct)
+    print(f"server answer for {args.batch} queries: {1e3 * (time.perf_counter() - t0):.1f} ms "
+          f"on {jax.devices()[0].device_kind}")
+
+    # Client: decrypt.
+    got = pr.decode(keys, tables, secret, ans)
+    for i, rec in zip(wanted, got):
+        ok = np.array_equal(rec, records[i])
+        print(f"record {i}: {rec[:8].tolist()}... {'OK' if ok else 'MISMATCH'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -106,7 +106,7 @@ def test_ntt_variants_cpu_equals_gpu(variant, devices):
     - the sm_90 single-pass cluster kernel in its four forms for both directions: 16 slices on
       clusters of 8 CTAs of two halves, the same split by phase, clusters of 8 CTAs, of 16 CTAs
       (JAX_FHE_NTT_CLUSTER=2 / 3 / 8 / 16; N = 2^16 with primes below 2^30, 56 and 168 polynomials over
-      the clusters; other sizes and the 31-bit primes fall back; tests/ntt_cluster_check.py
+      the clusters; other sizes and the 31-bit primes fall back; tools/ntt_cluster_check.py
       covers more shapes); that kernel without its tail (JAX_FHE_NTT_TAIL=0) and with a tail
       of 40 polynomials, which starts inside a limb (for both N = 2^16 shapes; the split form);
       its forward, in the halves form and on clusters of 8 CTAs, gathering its row tables from psi with

@@ -4,7 +4,7 @@
 # PROFILE_CASES: op:cluster pairs (op ntt or intt; cluster a JAX_FHE_NTT_CLUSTER value, 0 = the
 # two-phase kernels), default "ntt:2 intt:2" (the default kernels since session 19). Writes under
 # $OUT, per case: the summary (.txt) and the SASS source page as CSV (.sass.csv: per instruction,
-# executions and stall samples by reason; analyse with scripts/stall_segments.py); the report
+# executions and stall samples by reason; analyse with tools/stall_segments.py); the report
 # itself (.ncu-rep) only with KEEP_REP=1.
 set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
@@ -15,7 +15,7 @@ for case in ${PROFILE_CASES:-ntt:2 intt:2}; do
   JAX_FHE_NTT_CLUSTER=$c $NCU --clock-control none -k regex:'ntt_' --launch-count 1 \
     --section SourceCounters --section WarpStateStats --section SpeedOfLight \
     --import-source no -f -o "$rep" \
-    python3 benchmarks/profile_kernels.py $op --limbs 48 --batch 16 > "/tmp/$name.log" 2>&1 || tail -5 "/tmp/$name.log"
+    python3 tools/profile_kernels.py $op --limbs 48 --batch 16 > "/tmp/$name.log" 2>&1 || tail -5 "/tmp/$name.log"
   $NCU --import "$rep.ncu-rep" > "$OUT/$name.txt" 2>&1
   $NCU --import "$rep.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
   [ "${KEEP_REP:-0}" = "1" ] && cp "$rep.ncu-rep" "$OUT/"

@@ -1,8 +1,8 @@
-"""Summarise an Nsight Compute SASS source page (scripts/gpu_ncu_source.sh's .sass.csv): stall
+"""Summarise an Nsight Compute SASS source page (tools/gpu_ncu_source.sh's .sass.csv): stall
 samples by reason, then by straight-line segment (consecutive instructions with the same
 execution count), the largest first, with their top reasons.
 
-    python scripts/stall_segments.py ntt_c8.sass.csv [--top 25]
+    python tools/stall_segments.py ntt_c8.sass.csv [--top 25]
 """
 import argparse
 import collections

@@ -1,6 +1,6 @@
 """Print an Nsight Compute raw CSV (ncu --csv --page raw --metrics ...) as one line per kernel.
 
-    python benchmarks/ncu_table.py ncu.csv
+    python tools/ncu_table.py ncu.csv
 """
 import csv
 import sys

@@ -2,7 +2,7 @@
 // IMAD.WIDE.U32 (mad.wide.u32), IMAD (mul.lo), IMAD.HI (mul.hi), and the lo/hi pair that a
 // 64-bit multiply-accumulate could use instead of IMAD.WIDE. Each thread runs 8 independent
 // chains, so dependency latency is hidden; the answer is the pipe's rate. Build and run:
-//   nvcc -O3 -arch=sm_90a -o /tmp/imad_rate benchmarks/micro/imad_rate.cu && /tmp/imad_rate
+//   nvcc -O3 -arch=sm_90a -o /tmp/imad_rate tools/imad_rate.cu && /tmp/imad_rate
 #include <cstdio>
 #include <cstdint>
 #include <cuda_runtime.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the device machine (after scripts/prebuilt_env.sh or an install): the (48, 12, 4) key
 # switch under runtime variants, one log and one trace folder per variant under $OUT.
-#   bash scripts/gpu_prebuilt.sh bash scripts/ks_variants.sh "" "JAX_FHE_FUSED_KEY_PRODUCT_NTT=0" ...
+#   bash scripts/gpu_prebuilt.sh bash tools/ks_variants.sh "" "JAX_FHE_FUSED_KEY_PRODUCT_NTT=0" ...
 # KS_LIMBS (default 48; e.g. 48,24,12) and KS_BATCH (default 8) pass through to bench_ckks.py.
 # Each argument is a space-separated list of VAR=value settings ("" = defaults).
 set -uo pipefail

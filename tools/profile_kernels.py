@@ -1,9 +1,9 @@
 """Run one kernel configuration once (after a small warm-up), for Nsight Compute:
 
-    ncu -k regex:'ntt_|bconv_' --launch-count 2 python benchmarks/profile_kernels.py ntt
-    python benchmarks/profile_kernels.py {ntt,intt,lift,bconv30,bconv31} [--limbs 48] [--batch 16]
+    ncu -k regex:'ntt_|bconv_' --launch-count 2 python tools/profile_kernels.py ntt
+    python tools/profile_kernels.py {ntt,intt,lift,bconv30,bconv31} [--limbs 48] [--batch 16]
         [--log-n 16]
-    python benchmarks/profile_kernels.py keyswitch --limbs 48 --batch 1   # one (48, 12, 4) key
+    python tools/profile_kernels.py keyswitch --limbs 48 --batch 1   # one (48, 12, 4) key
         switch (profile with --launch-skip set to the kernels of one call to skip the warm-up)
 """
 import argparse

@@ -4,7 +4,7 @@
 // actually holds at once: every CTA records its SM, counts itself in, and spins until all of
 // the grid is in or 5 ms pass; the first wave's count (the smallest seen) is the co-resident CTAs. Then the SMs
 // each cluster of the first wave used, which groups SMs into GPCs.
-//   nvcc -std=c++17 -O2 -arch=sm_90a -o /tmp/cluster_probe scripts/cluster_probe.cu && /tmp/cluster_probe
+//   nvcc -std=c++17 -O2 -arch=sm_90a -o /tmp/cluster_probe tools/cluster_probe.cu && /tmp/cluster_probe
 #include <cuda_runtime.h>
 
 #include <algorithm>

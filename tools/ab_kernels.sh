@@ -3,10 +3,10 @@
 # alternating, so that changes are measured against each other in one call (same GPU, same
 # clocks). "new" is the module carried in jax_fhe/; the others are the files given, comma-separated
 # (carry them too, e.g. builds copied to bench_out/, which git ignores), each named after its file:
-#   bash scripts/gpu_prebuilt.sh bash scripts/ab_kernels.sh bench_out/base_kernels.so 2 \
-#       bash scripts/ks_variants.sh ""
-#   NTT_BATCHES=16 bash scripts/gpu_prebuilt.sh bash scripts/ab_kernels.sh \
-#       bench_out/quarters.so,bench_out/direct.so 2 bash scripts/ntt_variants.sh ""
+#   bash scripts/gpu_prebuilt.sh bash tools/ab_kernels.sh bench_out/base_kernels.so 2 \
+#       bash tools/ks_variants.sh ""
+#   NTT_BATCHES=16 bash scripts/gpu_prebuilt.sh bash tools/ab_kernels.sh \
+#       bench_out/quarters.so,bench_out/direct.so 2 bash tools/ntt_variants.sh ""
 # An entry ending in .tar.xz stands for every .so in that archive (the carry limit, 64 MiB, holds
 # four builds; an xz archive of similar builds about two more each: session 29 carried seven in 28 MB):
 #   tar cJf bench_out/pack.tar.xz -C bench_out a.so b.so c.so

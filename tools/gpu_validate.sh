@@ -11,8 +11,8 @@
 #   5. the CKKS benchmark with the GPU kernels of each key switch (SKIP_CKKS=1 skips).
 # Logs under $OUT. Extra args go to pytest. All five parts take more than one call's 10 minutes
 # (build ~160 s, tests ~230 s, PIR ~110 s, NTT ~45 s, CKKS ~100 s): run it twice, e.g.
-#   SKIP_NTT=1 SKIP_CKKS=1 bash scripts/gpu_validate.sh      # tests + PIR
-#   SKIP_TESTS=1 SKIP_PIR=1 bash scripts/gpu_validate.sh     # NTT + CKKS (warm: quick rebuild)
+#   SKIP_NTT=1 SKIP_CKKS=1 bash tools/gpu_validate.sh      # tests + PIR
+#   SKIP_TESTS=1 SKIP_PIR=1 bash tools/gpu_validate.sh     # NTT + CKKS (warm: quick rebuild)
 set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1

@@ -5,7 +5,7 @@
 # throttling from kernel time, the packing GEMM benchmark, the CKKS benchmark and, if present,
 # the PIR stage profile. Each part can be skipped (SKIP_NTT, SKIP_BCONV, SKIP_MODGEMM,
 # SKIP_CKKS, SKIP_PIR=1).
-# Logs under $OUT.   bash scripts/gpu_perf.sh [pytest-args for the kernel tests]
+# Logs under $OUT.   bash tools/gpu_perf.sh [pytest-args for the kernel tests]
 set -uo pipefail
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1

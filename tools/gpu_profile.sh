@@ -20,6 +20,6 @@ for op in ${PROFILE_OPS:-ntt bconv30}; do
     if [ -n "$EXTRA" ]; then EXTRA="$EXTRA,$NCU_METRICS"; else EXTRA="--metrics $NCU_METRICS"; fi
   fi
   $NCU --clock-control none -k regex:'ntt_|bconv_' --launch-count 2 $SECTIONS $EXTRA \
-    python3 benchmarks/profile_kernels.py $op "$@" > "$OUT/ncu_$op.txt" 2>&1
+    python3 tools/profile_kernels.py $op "$@" > "$OUT/ncu_$op.txt" 2>&1
   grep -E "ntt_|bconv_|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Theoretical Occ|Warp Cycles Per Issued|Issue Slot|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth|Stall|OPT|Block Limit|Pipe|Executed Ipc|Issued Warp|Grid Size|Executed Instructions  |issue_stalled|${NCU_METRICS_GREP:-issue_stalled}" "$OUT/ncu_$op.txt" | grep -v "^\s*$" | cut -c1-150 | head -${PROFILE_LINES:-70}
 done
