@@ -13,6 +13,7 @@ from .encryption import decrypt, encrypt
 from .evaluator import add, level_down, mul, mul_i, neg, relinearize, rescale, scales_match, sub
 from .keys import (EvalKeys, KeySet, PublicKey, SecretKey, gen_galois_key, gen_public_key,
                    gen_relin_key, gen_rotation_keys, gen_secret_key, gen_switching_key, keygen)
+from .modraise import ModRaiseTables, make_mod_raise_tables, mod_raise, switch_key
 from .params import HE_STD_128_TERNARY, CKKSParams
 from .precision import Precision, precision
 from .presets import PRESETS, build_chain, ckks_n15, ckks_n16_boot, preset, toy_n11_single, toy_n12
@@ -24,7 +25,7 @@ __all__ = [
     "Plaintext", "Precision", "PublicKey", "RescaleTables", "SecretKey", "add", "build_chain",
     "ckks_n15", "ckks_n16_boot", "conjugate", "decode", "decrypt", "encode", "encrypt",
     "gen_galois_key", "gen_public_key", "gen_relin_key", "gen_rotation_keys", "gen_secret_key",
-    "gen_switching_key", "relinearize",
+    "gen_switching_key", "relinearize", "ModRaiseTables", "make_mod_raise_tables", "mod_raise", "switch_key",
     "keygen", "level_down", "make_context", "mul", "mul_i", "neg", "precision", "preset",
     "rescale", "rotate", "rotate_hoisted", "scales_match", "sub", "toy_n11_single", "toy_n12",
 ]

@@ -112,12 +112,14 @@ def _key_options(ctx) -> dict:
     return dict(num_q=p.num_q, alpha=p.alpha, sigma=p.sigma, tail=NOISE_TAIL)
 
 
-def gen_switching_key(ctx: CKKSContext, s_from, s_to, rng: HostRandom | None = None):
+def gen_switching_key(ctx: CKKSContext, s_from, s_to, rng: HostRandom | None = None, *, tables=None):
     """A key (of the parameter set's method) switching x s_from into a ciphertext under s_to,
-    both NTT-domain uint32[T, N] over every row of the context."""
+    both NTT-domain uint32[T, N] over every row of the context. ``tables``: make the key for
+    these key-switching tables only (e.g. fewer special primes; see
+    :func:`jax_fhe.rlwe.gen_switching_key`)."""
     ctx = check_context(ctx, "gen_switching_key")
     return keyswitch.gen_key(ctx.params.keyswitch, ctx.ring, s_from, s_to, rng=as_host_random(rng),
-                             **_key_options(ctx))
+                             tables=tables, **_key_options(ctx))
 
 
 def gen_relin_key(ctx: CKKSContext, sk: SecretKey, rng: HostRandom | None = None):

@@ -161,22 +161,35 @@ def gen_switching_key(ring: RNSContext, s_from, s_to, *, num_q: int, alpha: int,
 
     s_from, s_to: uint32[T, N] NTT-domain secrets over every row of ``ring`` (rows 0..num_q-1
     are the q primes, the rest the special primes). Digit d of the key is an encryption under
-    s_to of P [1 on the rows of digit d] s_from (:func:`jax_fhe.rlwe.encrypt_sk`, over every
-    row). ``tables`` is unused (hybrid keys serve every level).
+    s_to of P [1 on the rows of digit d] s_from (:func:`jax_fhe.rlwe.encrypt_sk`). Without
+    ``tables`` it covers every row (P = every special prime) and serves every level. With
+    ``tables`` (:class:`HybridTables`) it covers only their basis and special rows, with P the
+    product of *their* special primes, and is zero elsewhere: a key whose modulus must stay small
+    (e.g. bootstrapping's dense-to-sparse key, an RLWE sample under a sparse secret, secure only
+    over a small modulus) serves those tables alone.
     """
     rng = as_host_random(rng)
     primes = ring.primes
     t = len(primes)
     dnum = -(-num_q // alpha)
-    big_p = math.prod(primes[num_q:])
-    gadget = np.zeros((dnum, t), dtype=np.uint64)
-    for d in range(dnum):
-        for r in range(d * alpha, min((d + 1) * alpha, num_q)):
-            gadget[d, r] = big_p % primes[r]
-    rows = tuple(range(t))
-    g = jnp.broadcast_to(device_u32(gadget)[:, :, None], (dnum, t, ring.n))
-    msg = ops.mul_mod(g, jnp.broadcast_to(s_from, g.shape), ring)
-    data = encrypt_sk(msg, s_to, ring, rows, rng, sigma, tail)              # [dnum, 2, T, N]
+    if tables is None:
+        rows, special = tuple(range(num_q)), tuple(range(num_q, t))
+    else:
+        if not isinstance(tables, HybridTables):
+            raise TypeError(f"gen_switching_key: tables must be HybridTables, got {type(tables).__name__}")
+        rows, special = tuple(tables.rows), tuple(tables.special_rows)
+    active = rows + special
+    big_p = math.prod(primes[r] for r in special)
+    gadget = np.zeros((dnum, len(active)), dtype=np.uint64)
+    for i, r in enumerate(rows):
+        gadget[r // alpha, i] = big_p % primes[r]
+    g = jnp.broadcast_to(device_u32(gadget)[:, :, None], (dnum, len(active), ring.n))
+    sf, st = (take_limbs(s, active) if active != tuple(range(t)) else s for s in (s_from, s_to))
+    msg = ops.mul_mod(g, jnp.broadcast_to(sf, g.shape), ring, active)
+    data = encrypt_sk(msg, st, ring, active, rng, sigma, tail)              # [dnum, 2, |active|, N]
+    if active != tuple(range(t)):
+        full = jnp.zeros((dnum, 2, t, ring.n), jnp.uint32)
+        data = full.at[:, :, np.asarray(active)].set(data)
     return KeySwitchKey(data=data, alpha=int(alpha), num_q=int(num_q))
 
 
