@@ -291,10 +291,20 @@ def _const_scale(ct: Ciphertext, c, rescale_after: bool) -> float:
     return p.default_scale(ct.level - 1) * float(p.ratio(ct.level)) / ct.scale
 
 
-def mul(a: Ciphertext, b, ctx: CKKSContext, evk: EvalKeys | None = None, *, rescale: bool = True) -> Ciphertext:
+def mul(a: Ciphertext, b, ctx: CKKSContext, evk: EvalKeys | None = None, *, rescale: bool = True,
+        const_scale: float | None = None) -> Ciphertext:
     """a * b for b a Ciphertext (relinearized with ``evk.relin``), a Plaintext or a number;
-    then one rescale unless ``rescale=False``."""
+    then one rescale unless ``rescale=False``.
+
+    ``const_scale`` (numbers only): encode the constant as round(b * const_scale) instead of at
+    the scale that lands the rescaled result on the default scale of level - 1; the result's
+    scale is then a.scale * const_scale (before the rescale). Circuits that keep their own scale
+    plan (polynomial evaluation) use it to make every summand land on one scale."""
     a, b, ctx = _operands(a, b, ctx, "mul")
+    if const_scale is not None and not _is_number(b):
+        raise TypeError("mul: const_scale applies to a number operand only")
+    if const_scale is not None and not float(const_scale) > 0:
+        raise ValueError(f"mul: const_scale must be positive, got {const_scale}")
     if isinstance(b, Ciphertext):
         if not isinstance(evk, EvalKeys) or evk.relin is None:
             raise ValueError("mul: ciphertext x ciphertext needs EvalKeys with a relinearization key")
@@ -312,7 +322,7 @@ def mul(a: Ciphertext, b, ctx: CKKSContext, evk: EvalKeys | None = None, *, resc
         w, a = _pt_at(b, a, ctx, "mul")
         out = _with(a, _mul_data(a.data, w, ctx, a.params.rows(a.level)), scale=a.scale * b.scale)
     elif _is_number(b):
-        sc = _const_scale(a, b, rescale)
+        sc = _const_scale(a, b, rescale) if const_scale is None else float(const_scale)
         rows = a.params.rows(a.level)
         w = _const_ntt(b, sc, ctx, rows, a.data[..., 0, :, :])
         out = _with(a, _mul_data(a.data, w, ctx, rows), scale=a.scale * sc)
