@@ -68,7 +68,8 @@ def test_diagonal_form_round_trip_and_products(rng):
     np.testing.assert_allclose(LT.apply_diagonals(da, z), z @ a.T, atol=1e-14)
     np.testing.assert_allclose(LT.matrix(LT.compose(da, db)), a @ b, atol=1e-13)
     # negative indices are read mod n and summed
-    np.testing.assert_array_equal(LT.matrix({-1: np.ones(n), n - 1: np.ones(n)}), 2 * np.roll(np.eye(n), -1, 0).T)
+    want = 2 * np.roll(np.eye(n), -1, 0).T  # M[j, j - 1] = 2
+    np.testing.assert_array_equal(LT.matrix({-1: np.ones(n), n - 1: np.ones(n)}), want)
 
 
 def test_bsgs_split():

@@ -258,7 +258,8 @@ def linear_transform(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk:
     if not isinstance(ct, Ciphertext):
         raise TypeError(f"linear_transform: expected a Ciphertext, got {type(ct).__name__}")
     if ct.params != lt.params:
-        raise ValueError(f"linear_transform: ciphertext is for {ct.params.name!r}, plan for {lt.params.name!r}")
+        raise ValueError(f"linear_transform: ciphertext is for {ct.params.name!r}, plan for "
+                         f"{lt.params.name!r}")
     if ct.level < lt.level:
         raise ValueError(f"linear_transform: the plan is for level {lt.level}, the ciphertext is at "
                          f"level {ct.level}")
