@@ -33,6 +33,7 @@ import dataclasses
 import numbers
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .. import ckks
@@ -40,6 +41,8 @@ from ..ckks import CKKSContext, CKKSParams, Ciphertext, EvalKeys, Plaintext
 
 __all__ = ["LinearTransform", "apply_diagonals", "bsgs_inner", "bsgs_split", "compose",
            "diagonals", "linear_transform", "make_linear_transform", "matrix", "rotation_steps"]
+
+_ENCODE_CHUNK = 8
 
 
 # -- host helpers: diagonal form -------------------------------------------------------------------
@@ -205,8 +208,12 @@ def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: in
             entry.append((bb, len(vals)))
             vals.append(np.roll(diags[(g + bb) % n], g))  # rot_{-g}(d_{g+b})
         giants.append((g, tuple(entry)))
-    pts = ckks.encode(np.stack(vals), ctx, level=level, scale=scale)
-    return LinearTransform(data=pts.data, params=p, level=level, scale=scale, slots=n, baby=b,
+    # a few diagonals per encode: the host's int64 residues of all of them at N = 2^16 would
+    # take gigabytes
+    chunks = [ckks.encode(np.stack(vals[i:i + _ENCODE_CHUNK]), ctx, level=level, scale=scale).data
+              for i in range(0, len(vals), _ENCODE_CHUNK)]
+    data = chunks[0] if len(chunks) == 1 else jnp.concatenate(chunks)
+    return LinearTransform(data=data, params=p, level=level, scale=scale, slots=n, baby=b,
                            giants=tuple(giants))
 
 
