@@ -219,5 +219,7 @@ def test_bad_input(env, rng):
         dft.make_cts(ctx, FULL, 18, 3, packed=True)
     with pytest.raises(ValueError, match="go below level 0"):
         dft.make_stc(ctx, SPARSE, 2, 3)
+    with pytest.raises(ValueError, match="gives 2 phases, levels is 3"):
+        dft.make_cts(ctx, SPARSE, 18, 3, radix_logs=(3, 3))
     with pytest.raises(ValueError, match="exceed N/2"):
         dft.make_stc(ctx, 4096, 7, 3)

@@ -245,6 +245,9 @@ def _make(kind, ctx, slots, level, levels, factor, radix_logs, packed, baby):
     if n == 1:
         raise ValueError(f"make_{kind}: one slot has no FFT stage; use ckks operations")
     p.check_level(level)
+    if radix_logs is not None and len(tuple(radix_logs)) != levels:
+        raise ValueError(f"make_{kind}: radix_logs {tuple(radix_logs)} gives {len(tuple(radix_logs))} "
+                         f"phases, levels is {levels}")
     if level - levels < 0:
         raise ValueError(f"make_{kind}: {levels} phases from level {level} go below level 0")
     build = cts_matrices if kind == "cts" else stc_matrices
