@@ -51,3 +51,11 @@ def random_residues(rng, primes, n, batch=()):
     for l, q in enumerate(primes):
         x[..., l, :3] = [0, 1, q - 1]
     return x.astype(np.uint32)
+
+
+@pytest.fixture(scope="session")
+def toy_boot_context():
+    """The CKKS context of the insecure toy-boot-n12 preset, built once per session (~6 s):
+    the circuits tests share it."""
+    from jax_fhe import ckks
+    return ckks.make_context(ckks.toy_boot_n12())

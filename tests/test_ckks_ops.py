@@ -142,6 +142,22 @@ def test_mul_plaintext_and_constants(env, rng):
     _check(1j * z, _dec(ckks.mul_i(a, ctx), ctx, keys), 29.4, 26.0)  # measured 30.4 / 28.0
 
 
+def test_mul_constant_at_a_chosen_scale(env, rng):
+    ctx, keys = env
+    z = _cplx(rng, 2048)
+    a = _enc(z, ctx, keys, 17)
+    out = ckks.mul(a, -0.7, ctx, const_scale=2.0**33, rescale=False)
+    assert out.level == a.level and out.scale == a.scale * 2.0**33
+    _check(-0.7 * z, _dec(out, ctx, keys), 29.9, 26.5)  # measured 30.9 / 28.5
+    out = ckks.mul(a, 0.3 + 0.1j, ctx, const_scale=2.0**45)  # rescaled: scale a.scale 2^45 / rho
+    assert out.scale == pytest.approx(a.scale * 2.0**45 / float(ctx.params.ratio(a.level)), rel=1e-15)
+    _check((0.3 + 0.1j) * z, _dec(out, ctx, keys), 31.1, 27.7)  # measured 32.1 / 29.7
+    with pytest.raises(TypeError, match="number operand only"):
+        ckks.mul(a, a, ctx, keys.evaluation, const_scale=2.0**40)
+    with pytest.raises(ValueError, match="const_scale must be positive"):
+        ckks.mul(a, 0.5, ctx, const_scale=0.0)
+
+
 def test_depth_chain_to_level_0(env, rng):
     """x <- x * y until level 0, y fresh at the top level (re-aligned every time)."""
     ctx, keys = env

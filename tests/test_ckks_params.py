@@ -22,7 +22,7 @@ def _check_chain(p: ckks.CKKSParams):
         assert 2 * p.log_scales[l] - math.log2(p.ratio(l)) == pytest.approx(p.log_scales[l - 1], abs=1e-9)
 
 
-@pytest.mark.parametrize("name", ["toy-n12", "toy-n11-single", "n15"])
+@pytest.mark.parametrize("name", ["toy-n12", "toy-n11-single", "n15", "toy-boot-n12"])
 def test_presets_are_consistent(name):
     p = ckks.preset(name)
     _check_chain(p)
@@ -48,6 +48,19 @@ def test_rational_plan_keeps_scale_near_2_40():
     assert kinds == {(3, 2), (4, 2)}  # both kinds of rational rescale occur
     assert not p.is_subset(1, 2) and not p.is_subset(2, 3)  # levels are not nested
     assert p.log_pq <= 881 and p.dnum == 4
+
+
+def test_toy_boot_layout():
+    p = ckks.preset("toy-boot-n12")
+    assert p.insecure and p.n == 1 << 12 and p.max_level == 18 and p.default_level == 7
+    assert p.hamming_weight == 1 << 11 and p.alpha == 9 and p.dnum == 4
+    for l in range(1, 8):  # user and SlotToCoeff levels: 40-bit rational rescales
+        assert abs(math.log2(p.ratio(l)) - 40) < 0.05 and abs(p.log_scales[l] - 40) < 0.05
+    for l in range(8, 19):  # EvalMod and CoeffToSlot levels: drop a pair, nested
+        assert len(p.dropped(l)) == 2 and not p.added(l) and p.is_subset(l - 1, l)
+    assert all(abs(math.log2(p.ratio(l)) - 57.9) < 0.05 for l in range(8, 16))
+    assert abs(math.log2(p.ratio(16)) - 60) < 0.05
+    assert all(abs(math.log2(p.ratio(l)) - 50) < 0.1 for l in (17, 18))
 
 
 def test_n16_boot_set_matches_theodosian_table_1():

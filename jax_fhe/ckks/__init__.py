@@ -16,7 +16,8 @@ from .keys import (EvalKeys, KeySet, PublicKey, SecretKey, gen_galois_key, gen_p
 from .modraise import ModRaiseTables, make_mod_raise_tables, mod_raise, switch_key
 from .params import HE_STD_128_TERNARY, CKKSParams
 from .precision import Precision, precision
-from .presets import PRESETS, build_chain, ckks_n15, ckks_n16_boot, preset, toy_n11_single, toy_n12
+from .presets import (PRESETS, build_chain, ckks_n15, ckks_n16_boot, preset, toy_boot_n12, toy_n11_single,
+                      toy_n12)
 from .rotation import conjugate, rotate, rotate_hoisted
 from .types import Ciphertext, Plaintext
 
@@ -27,5 +28,6 @@ __all__ = [
     "gen_galois_key", "gen_public_key", "gen_relin_key", "gen_rotation_keys", "gen_secret_key",
     "gen_switching_key", "relinearize", "ModRaiseTables", "make_mod_raise_tables", "mod_raise", "switch_key",
     "keygen", "level_down", "make_context", "mul", "mul_i", "neg", "precision", "preset",
-    "rescale", "rotate", "rotate_hoisted", "scales_match", "sub", "toy_n11_single", "toy_n12",
+    "rescale", "rotate", "rotate_hoisted", "scales_match", "sub", "toy_boot_n12", "toy_n11_single",
+    "toy_n12",
 ]

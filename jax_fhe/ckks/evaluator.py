@@ -354,11 +354,20 @@ def _check_room(ct: Ciphertext, what: str) -> Ciphertext:
 
 
 def mul(a: Ciphertext, b, ctx: CKKSContext, evk: EvalKeys | None = None, *, rescale: bool = True,
-        relinearize: bool = True) -> Ciphertext:
+        relinearize: bool = True, const_scale: float | None = None) -> Ciphertext:
     """a * b for b a Ciphertext (relinearized with ``evk.relin`` unless ``relinearize=False``,
     which returns a degree-2 ciphertext), a Plaintext or a number; then one rescale unless
-    ``rescale=False``. ``b`` as a number must be static under jit (see the module doc)."""
+    ``rescale=False``. ``b`` as a number must be static under jit (see the module doc).
+
+    ``const_scale`` (numbers only): encode the constant as round(b * const_scale) instead of at
+    the scale that lands the rescaled result on the default scale of level - 1; the result's
+    scale is then a.scale * const_scale (before the rescale). Circuits that keep their own scale
+    plan (polynomial evaluation) use it to make every summand land on one scale."""
     a, b, ctx = _operands(a, b, ctx, "mul", any_degree=True)
+    if const_scale is not None and not _is_number(b):
+        raise TypeError("mul: const_scale applies to a number operand only")
+    if const_scale is not None and not float(const_scale) > 0:
+        raise ValueError(f"mul: const_scale must be positive, got {const_scale}")
     if isinstance(b, Ciphertext):
         if a.size != 2 or b.size != 2:
             raise ValueError("mul: ciphertext x ciphertext needs degree-1 operands; relinearize first")
@@ -379,7 +388,7 @@ def mul(a: Ciphertext, b, ctx: CKKSContext, evk: EvalKeys | None = None, *, resc
         w, a = _pt_at(b, a, ctx, "mul")
         out = a.replace(data=_mul_data(a.data, w, ctx, a.params.rows(a.level)), scale=a.scale * b.scale)
     elif _is_number(b):
-        sc = _const_scale(a, b, rescale)
+        sc = _const_scale(a, b, rescale) if const_scale is None else float(const_scale)
         rows = a.params.rows(a.level)
         w = _const_ntt(b, sc, ctx, rows, a.data[..., 0, :, :])
         out = a.replace(data=_mul_data(a.data, w, ctx, rows), scale=a.scale * sc)

@@ -179,11 +179,51 @@ def toy_n11_single() -> CKKSParams:
                       name="toy-N11-single", insecure=True)
 
 
+@functools.cache
+def toy_boot_n12() -> CKKSParams:
+    """INSECURE N = 2^12 bootstrappable test set: the level layout of :func:`ckks_n16_boot`,
+    shrunk so that CoeffToSlot, EvalMod and SlotToCoeff run on a CPU in seconds.
+
+    33 ciphertext primes (29 mains, 4 terminals) + 9 special primes (alpha = 9, dnum = 4),
+    scale 2^40, secret of Hamming weight N/2 = 2048 (dense; bootstrapping is meant to switch
+    to a sparse ephemeral secret first, as with n16-boot). Levels, top down:
+
+    ======  ==================  ========================================================
+    level   rescale ratio       role
+    ======  ==================  ========================================================
+    18, 17  2^50 (terminal      CoeffToSlot phases 1-2 (18 -> 17 -> 16)
+            pair)
+    16      2^60 (main pair)    CoeffToSlot phase 3 (16 -> 15)
+    15..8   2^58 (main pairs)   EvalMod: degree-30 polynomial (5 levels) + 3 double
+                                angles (15 -> 7)
+    7..5    2^40 (rational)     SlotToCoeff, 3 phases (7 -> 4); fresh encryptions at 7
+    4..0    2^40 (rational)     left to the user after bootstrapping (4 multiplications)
+    ======  ==================  ========================================================
+
+    The 40-bit levels 0..7 follow Cheddar's 3-level cycle (:func:`cheddar_shape`); levels
+    8..16 each add a pair of main primes and 17, 18 a pair of terminals, so the bootstrapping
+    levels are nested (a level's primes contain those of every level below it down to 7).
+    log2(PQ) ~ 1233: far above the 128-bit bound for N = 2^12 (109 bits)."""
+    shapes = [cheddar_shape(l) for l in range(8)]
+    targets = [None] * 7
+    for _ in range(8):
+        shapes.append((shapes[-1][0] + 2, 0))
+        targets.append(57.9)
+    shapes.append((shapes[-1][0] + 2, 0))
+    targets.append(60.0)
+    shapes += [(shapes[-1][0], 2), (shapes[-1][0], 4)]
+    targets += [None, None]
+    q, p, levels = build_chain(1 << 12, shapes, targets, log_scale=40, num_special=9)
+    return CKKSParams(12, q, p, levels, log_scale=40, alpha=9, encryption_level=7,
+                      hamming_weight=1 << 11, name="toy-boot-N12", insecure=True)
+
+
 PRESETS = {
     "n16-boot": ckks_n16_boot,
     "n15": ckks_n15,
     "toy-n12": toy_n12,
     "toy-n11-single": toy_n11_single,
+    "toy-boot-n12": toy_boot_n12,
 }
 
 

@@ -1,0 +1,290 @@
+"""Linear transforms of slot vectors given in diagonal form, evaluated baby-step giant-step.
+
+**Diagonal form.** An n x n complex matrix M (n = the slot count) is a dict ``{k: d_k}`` of
+its non-zero generalized diagonals, d_k[j] = M[j, (j + k) mod n] (host ``complex128[n]``), so
+that M z = sum_k d_k * rot_k(z) with rot_k(z)[j] = z[(j + k) mod n] (``ckks.rotate(ct, k)``).
+Products of matrices stay in this form (:func:`compose`), which is how the DFT merges its
+butterfly stages.
+
+**BSGS.** Each index k splits as k = g + b with b = k mod B (the baby step, B a power of two)
+and g = k - b (the giant step). Pulling rot_g out of the sum,
+
+    M z = sum_g rot_g( sum_b rot_{-g}(d_{g+b}) * rot_b(z) ),
+
+so the plan stores the *pre-rotated* diagonals rot_{-g}(d_{g+b}), the baby rotations share one
+ModUp (``ckks.rotate_hoisted``) and each giant step costs one rotation of an accumulated sum.
+B is chosen to minimize (baby rotations) + 2 (giant rotations) unless given.
+
+**Levels and scales (Cheddar's rule).** The diagonals are encoded at the transform's level l
+with scale rho_l = ``params.ratio(l)``: the products have scale s rho_l, the sum is rescaled
+once, and the result is at level l - 1 with the input's scale label s unchanged. The
+transform consumes exactly one level.
+
+**Plans are pytrees.** :class:`LinearTransform` holds the encoded diagonals as one device array
+``uint32[P, L, N]`` (a leaf) and the BSGS structure as static data: build it once on the host
+with :func:`make_linear_transform` and pass it into jitted functions as an argument.
+:func:`bsgs_inner` (baby rotations + plaintext multiply-accumulate) is the one function to
+replace with a double-hoisted version (accumulation in the extended basis, one ModDown per
+giant step) once the key-switching interface offers it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import numbers
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import ckks
+from ..ckks import CKKSContext, CKKSParams, Ciphertext, EvalKeys, Plaintext
+
+__all__ = ["LinearTransform", "apply_diagonals", "bsgs_inner", "bsgs_split", "compose",
+           "diagonals", "linear_transform", "make_linear_transform", "matrix", "rotation_steps"]
+
+_ENCODE_CHUNK = 8
+
+
+# -- host helpers: diagonal form -------------------------------------------------------------------
+
+def _check_diags(diags, n: int | None = None, what: str = "diagonals") -> tuple:
+    if not isinstance(diags, dict) or not diags:
+        raise TypeError(f"{what}: expected a non-empty dict {{k: complex[n]}}")
+    out, size = {}, n
+    for k, d in diags.items():
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+            raise TypeError(f"{what}: diagonal indices must be ints, got {k!r}")
+        d = np.asarray(d, dtype=np.complex128)
+        if d.ndim != 1 or (size is not None and d.shape[0] != size):
+            raise ValueError(f"{what}: diagonal {k} has shape {d.shape}, expected ({size},)")
+        size = d.shape[0]
+        k = int(k) % size
+        out[k] = out[k] + d if k in out else d
+    return out, size
+
+
+def diagonals(m, *, tol: float = 0.0) -> dict:
+    """Diagonal form {k: d_k} of a square matrix (diagonals with all |entries| <= tol dropped)."""
+    m = np.asarray(m, dtype=np.complex128)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError(f"diagonals: expected a square matrix, got shape {m.shape}")
+    n = m.shape[0]
+    j = np.arange(n)
+    out = {}
+    for k in range(n):
+        d = m[j, (j + k) % n]
+        if np.abs(d).max() > tol:
+            out[k] = d
+    return out
+
+
+def matrix(diags: dict, n: int | None = None) -> np.ndarray:
+    """The dense matrix complex128[n, n] of a diagonal form."""
+    diags, n = _check_diags(diags, n, "matrix")
+    m = np.zeros((n, n), dtype=np.complex128)
+    j = np.arange(n)
+    for k, d in diags.items():
+        m[j, (j + k) % n] += d
+    return m
+
+
+def apply_diagonals(diags: dict, z) -> np.ndarray:
+    """M z on the host: sum_k d_k * roll(z, -k) over the last axis (numpy reference)."""
+    z = np.asarray(z, dtype=np.complex128)
+    diags, _ = _check_diags(diags, z.shape[-1], "apply_diagonals")
+    return sum(d * np.roll(z, -k, axis=-1) for k, d in diags.items())
+
+
+def compose(a: dict, b: dict) -> dict:
+    """Diagonal form of the product A B: diagonal (i + k) accumulates a_i * rot_i(b_k)."""
+    a, n = _check_diags(a, None, "compose")
+    b, _ = _check_diags(b, n, "compose")
+    out = {}
+    for i, da in a.items():
+        for k, db in b.items():
+            key = (i + k) % n
+            term = da * np.roll(db, -i)
+            out[key] = out[key] + term if key in out else term
+    return out
+
+
+def bsgs_split(indices, n: int, *, baby: int | None = None) -> tuple:
+    """Choose the baby-step modulus B (a power of two dividing n) for diagonal ``indices``
+    (mod n) and split them: returns (B, {g: (b, ...)}) with k = g + b, b = k mod B.
+
+    Indices are read as signed (in (-n/2, n/2]) so that a band around 0 gives giant steps
+    symmetric around 0. Default B minimizes (# non-zero baby steps) + 2 (# non-zero giant
+    steps): a baby rotation shares its ModUp, a giant one does not."""
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"bsgs_split: n must be a power of two, got {n}")
+    ks = sorted({int(k) % n for k in indices})
+    if not ks:
+        raise ValueError("bsgs_split: no diagonal")
+    signed = [k - n if k > n // 2 else k for k in ks]
+
+    def split(bb):
+        groups = {}
+        for k in signed:
+            b = k % bb
+            groups.setdefault((k - b) % n, []).append(b)
+        return {g: tuple(sorted(bs)) for g, bs in sorted(groups.items())}
+
+    if baby is not None:
+        if baby < 1 or baby & (baby - 1) or n % baby:
+            raise ValueError(f"bsgs_split: baby must be a power of two dividing {n}, got {baby}")
+        return baby, split(baby)
+    best = None
+    bb = 1
+    while bb <= n:
+        g = split(bb)
+        babies = {b for bs in g.values() for b in bs} - {0}
+        cost = len(babies) + 2 * len(set(g) - {0})
+        if best is None or cost < best[0]:
+            best = (cost, bb, g)
+        bb *= 2
+    return best[1], best[2]
+
+
+# -- the plan ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class LinearTransform:
+    """A BSGS plan with its encoded, pre-rotated diagonals (a pytree).
+
+    data:   uint32[P, L, N]: plaintext p = rot_{-g}(d_{g+b}) in the NTT domain at ``level``
+            (row order of ``params.rows(level)``), scale ``scale``; one per (g, b).
+    Static: ``params``; ``level``; ``scale`` (default rho_level); ``slots`` (n); ``baby`` (B);
+            ``giants``: ((g, ((b, index into data), ...)), ...) in increasing g.
+    """
+
+    data: jax.Array
+    params: CKKSParams
+    level: int
+    scale: float
+    slots: int
+    baby: int
+    giants: tuple
+
+    @property
+    def baby_steps(self) -> tuple:
+        return tuple(sorted({b for _, bs in self.giants for b, _ in bs}))
+
+    @property
+    def giant_steps(self) -> tuple:
+        return tuple(g for g, _ in self.giants)
+
+    def __repr__(self) -> str:
+        return (f"LinearTransform(level={self.level}, slots={self.slots}, diagonals={self.data.shape[0]}, "
+                f"baby={len(self.baby_steps)}, giant={len(self.giants)}, params={self.params.name!r})")
+
+
+jax.tree_util.register_dataclass(LinearTransform, data_fields=["data"],
+                                 meta_fields=["params", "level", "scale", "slots", "baby", "giants"])
+
+
+def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: int | None = None,
+                          scale: float | None = None) -> LinearTransform:
+    """Encode the BSGS plan of ``diags`` ({k: complex[n]}, n a power of two <= N/2 slots) for
+    ciphertexts at ``level`` (host work: one encoding per diagonal).
+
+    baby:  the baby-step modulus B (default: :func:`bsgs_split`'s choice).
+    scale: the plaintexts' scale (default rho_level: the transform keeps the scale label)."""
+    if not isinstance(ctx, CKKSContext):
+        raise TypeError(f"make_linear_transform: expected a CKKSContext, got {type(ctx).__name__}")
+    p = ctx.params
+    level = p.check_level(level)
+    if level == 0:
+        raise ValueError("make_linear_transform: a transform consumes a level; level 0 has none")
+    diags, n = _check_diags(diags, None, "make_linear_transform")
+    if n & (n - 1) or n > p.slots:
+        raise ValueError(f"make_linear_transform: diagonals have length {n}; expected a power of "
+                         f"two <= N/2 = {p.slots}")
+    scale = float(p.ratio(level)) if scale is None else float(scale)
+    b, groups = bsgs_split(diags, n, baby=baby)
+    vals, giants = [], []
+    for g, bs in groups.items():
+        entry = []
+        for bb in bs:
+            entry.append((bb, len(vals)))
+            vals.append(np.roll(diags[(g + bb) % n], g))  # rot_{-g}(d_{g+b})
+        giants.append((g, tuple(entry)))
+    # a few diagonals per encode: the host's int64 residues of all of them at N = 2^16 would
+    # take gigabytes
+    chunks = [ckks.encode(np.stack(vals[i:i + _ENCODE_CHUNK]), ctx, level=level, scale=scale).data
+              for i in range(0, len(vals), _ENCODE_CHUNK)]
+    data = chunks[0] if len(chunks) == 1 else jnp.concatenate(chunks)
+    return LinearTransform(data=data, params=p, level=level, scale=scale, slots=n, baby=b,
+                           giants=tuple(giants))
+
+
+def rotation_steps(*plans) -> tuple:
+    """Sorted rotation steps (in [1, n)) the given plans need keys for."""
+    out = set()
+    for lt in plans:
+        if not isinstance(lt, LinearTransform):
+            raise TypeError(f"rotation_steps: expected LinearTransform plans, got {type(lt).__name__}")
+        out |= set(lt.baby_steps) | set(lt.giant_steps)
+    return tuple(sorted(out - {0}))
+
+
+# -- evaluation -------------------------------------------------------------------------------------
+
+def _plaintext(lt: LinearTransform, i: int) -> Plaintext:
+    return Plaintext(data=lt.data[i], level=lt.level, scale=lt.scale, slots=lt.slots, params=lt.params)
+
+
+def bsgs_inner(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: EvalKeys) -> list:
+    """The inner loop: hoisted baby rotations and the plaintext multiply-accumulate.
+
+    Returns [(g, sum_b pt_{g,b} * rot_b(ct)), ...] with each sum at ``lt.level``, scale
+    ct.scale * lt.scale, not rescaled. (The unit to swap for double hoisting.)"""
+    babies = lt.baby_steps
+    rots = dict(zip(babies, ckks.rotate_hoisted(ct, list(babies), ctx, evk)))
+    out = []
+    for g, entries in lt.giants:
+        acc = None
+        for b, i in entries:
+            term = ckks.mul(rots[b], _plaintext(lt, i), ctx, rescale=False)
+            acc = term if acc is None else ckks.add(acc, term, ctx)
+        out.append((g, acc))
+    return out
+
+
+def linear_transform(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: EvalKeys, *,
+                     rescale: bool = True) -> Ciphertext:
+    """M ct for the plan ``lt``.
+
+    ct:  at ``lt.level`` (a higher level is first lowered with ``ckks.level_down``), packing
+         ``lt.slots`` slots, or a divisor of it (an n-periodic vector is also a 2n-periodic
+         one: the output then packs ``lt.slots``).
+    evk: rotation keys for :func:`rotation_steps` (lt).
+    Returns the result at lt.level - 1 with ct's scale (with ``rescale=False``: at lt.level
+    with scale ct.scale * lt.scale)."""
+    if not isinstance(lt, LinearTransform):
+        raise TypeError(f"linear_transform: expected a LinearTransform, got {type(lt).__name__}")
+    if not isinstance(ct, Ciphertext):
+        raise TypeError(f"linear_transform: expected a Ciphertext, got {type(ct).__name__}")
+    if ct.params != lt.params:
+        raise ValueError(f"linear_transform: ciphertext is for {ct.params.name!r}, plan for "
+                         f"{lt.params.name!r}")
+    if ct.level < lt.level:
+        raise ValueError(f"linear_transform: the plan is for level {lt.level}, the ciphertext is at "
+                         f"level {ct.level}")
+    if ct.slots != lt.slots:
+        if lt.slots % ct.slots:
+            raise ValueError(f"linear_transform: the plan acts on {lt.slots} slots, the ciphertext "
+                             f"packs {ct.slots}")
+        ct = dataclasses.replace(ct, slots=lt.slots)
+    if ct.level > lt.level:
+        ct = ckks.level_down(ct, ctx, lt.level)
+    acc = None
+    for g, part in bsgs_inner(ct, lt, ctx, evk):
+        if g:
+            part = ckks.rotate(part, g, ctx, evk)
+        acc = part if acc is None else ckks.add(acc, part, ctx)
+    if not rescale:
+        return acc
+    out = ckks.rescale(acc, ctx)
+    if lt.scale == float(lt.params.ratio(lt.level)):  # the label is unchanged (to rounding)
+        out = dataclasses.replace(out, scale=ct.scale)
+    return out

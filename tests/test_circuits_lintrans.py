@@ -1,0 +1,165 @@
+"""Linear transforms in diagonal form (jax_fhe.circuits.lintrans) against numpy.
+
+Homomorphic tests run on the insecure toy-N12 set at level 5 (fresh public-key encryption:
+~2^-30.4 mean slot error). M z sums |M| terms per slot, so its error is about the input error
+times the rms row norm of M, plus the rotations' key-switching noise and one rescale. Bounds:
+measured (in the comments, CPU) minus 1 bit for the mean and 2 for the max."""
+import jax
+import numpy as np
+import pytest
+
+from jax_fhe import ckks
+from jax_fhe.circuits import lintrans as LT
+from jax_fhe.rns import HostRandom
+
+DENSE_N = 16
+BAND = (-3, -2, -1, 0, 1, 2, 3, 17, 1000)
+
+
+def _cplx(rng, shape):
+    return rng.uniform(-1, 1, shape) + 1j * rng.uniform(-1, 1, shape)
+
+
+@pytest.fixture(scope="module")
+def toy():
+    ctx = ckks.make_context(ckks.toy_n12())
+    rng = np.random.default_rng(7)
+    dense = LT.diagonals(_cplx(rng, (DENSE_N, DENSE_N)) / 4)
+    band = {k: _cplx(rng, 2048) / 3 for k in BAND}
+    plans = {"dense": LT.make_linear_transform(dense, ctx, 5),
+             "band": LT.make_linear_transform(band, ctx, 5)}
+    keys = ckks.keygen(ctx, HostRandom.insecure_deterministic(41),
+                       rotations=LT.rotation_steps(*plans.values()))
+    return ctx, keys, {"dense": dense, "band": band}, plans
+
+
+@pytest.fixture
+def env(toy, put):
+    ctx, keys, diags, plans = toy
+    return put(ctx), put(keys), diags, put(plans)
+
+
+def _enc(z, ctx, keys, seed, level=5):
+    return ckks.encrypt(ckks.encode(z, ctx, level=level), ctx, keys.public,
+                        HostRandom.insecure_deterministic(seed))
+
+
+def _dec(ct, ctx, keys):
+    return ckks.decode(ckks.decrypt(ct, ctx, keys.secret), ctx)
+
+
+def _check(want, got, mean, worst):
+    prec = ckks.precision(want, got)
+    assert prec.mean_bits >= mean and prec.min_bits >= worst, str(prec)
+    return prec
+
+
+# -- host side ----------------------------------------------------------------------------------
+
+def test_diagonal_form_round_trip_and_products(rng):
+    n = 8
+    a, b = _cplx(rng, (n, n)), _cplx(rng, (n, n))
+    k = np.subtract.outer(np.arange(n), np.arange(n)) % n  # (column - row) mod n, transposed
+    a[(k.T == 3) | (k.T == 5)] = 0  # diagonals 3 and 5 are zero
+    da, db = LT.diagonals(a), LT.diagonals(b)
+    assert sorted(da) == [0, 1, 2, 4, 6, 7] and len(db) == n
+    np.testing.assert_array_equal(LT.matrix(da), a)
+    z = _cplx(rng, (3, n))
+    np.testing.assert_allclose(LT.apply_diagonals(da, z), z @ a.T, atol=1e-14)
+    np.testing.assert_allclose(LT.matrix(LT.compose(da, db)), a @ b, atol=1e-13)
+    # negative indices are read mod n and summed
+    want = 2 * np.roll(np.eye(n), -1, 0).T  # M[j, j - 1] = 2
+    np.testing.assert_array_equal(LT.matrix({-1: np.ones(n), n - 1: np.ones(n)}), want)
+
+
+def test_bsgs_split():
+    n = 2048
+    b, groups = LT.bsgs_split(range(-15, 16), n)  # a band of 31 diagonals: 8 baby x 4 giant steps
+    assert b == 8 and sorted(groups) == [0, 8, n - 16, n - 8]
+    assert [len(groups[g]) for g in (0, 8, n - 16, n - 8)] == [8, 8, 7, 8]
+    got = sorted((g + bb) % n for g, bs in groups.items() for bb in bs)
+    assert got == sorted(k % n for k in range(-15, 16))
+    assert LT.bsgs_split([0, 5], 16, baby=16) == (16, {0: (0, 5)})
+    with pytest.raises(ValueError, match="power of two dividing"):
+        LT.bsgs_split([1], 16, baby=3)
+    with pytest.raises(ValueError, match="no diagonal"):
+        LT.bsgs_split([], 16)
+
+
+def test_host_bad_input():
+    with pytest.raises(TypeError, match="non-empty dict"):
+        LT.matrix({})
+    with pytest.raises(ValueError, match="shape"):
+        LT.matrix({0: np.ones(4), 1: np.ones(5)})
+    with pytest.raises(TypeError, match="indices must be ints"):
+        LT.matrix({0.5: np.ones(4)})
+    with pytest.raises(ValueError, match="square"):
+        LT.diagonals(np.ones((2, 3)))
+
+
+# -- homomorphic --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,slots,mean,worst", [
+    ("dense", DENSE_N, 29.2, 27.2),  # measured 30.2 / 29.2: 16 diagonals, 4 baby x 4 giant
+    ("band", 2048, 28.7, 25.4),  # measured 29.7 / 27.4: 9 diagonals incl. 17 and 1000
+])
+def test_linear_transform_against_numpy(name, slots, mean, worst, env, rng):
+    ctx, keys, diags, plans = env
+    lt = plans[name]
+    assert lt.level == 5 and lt.scale == float(ctx.params.ratio(5)) and lt.slots == slots
+    z = _cplx(rng, slots)
+    ct = _enc(z, ctx, keys, 51)
+    out = LT.linear_transform(ct, lt, ctx, keys.evaluation)
+    assert out.level == 4 and out.scale == ct.scale and out.slots == slots  # one level, same label
+    _check(LT.apply_diagonals(diags[name], z), _dec(out, ctx, keys), mean, worst)
+
+
+def test_plan_structure_and_steps(env):
+    ctx, _, diags, plans = env
+    lt = plans["band"]
+    assert lt.data.shape == (len(BAND), 9, 4096) and lt.data.dtype == np.uint32
+    pairs = sorted((g + b) % 2048 for g, entries in lt.giants for b, _ in entries)
+    assert pairs == sorted(k % 2048 for k in BAND)
+    assert LT.rotation_steps(lt) == tuple(sorted((set(lt.baby_steps) | set(lt.giant_steps)) - {0}))
+    leaves = jax.tree_util.tree_leaves(lt)
+    assert len(leaves) == 1 and leaves[0] is lt.data  # one device array, the rest static
+
+
+def test_unrescaled_higher_level_and_periodic_input(env, rng):
+    ctx, keys, diags, plans = env
+    lt = plans["dense"]
+    z = _cplx(rng, DENSE_N // 2)  # an 8-periodic vector is a 16-periodic one
+    ct = _enc(z, ctx, keys, 52, level=6)  # lowered to the plan's level first
+    out = LT.linear_transform(ct, lt, ctx, keys.evaluation, rescale=False)
+    assert out.level == 5 and out.slots == DENSE_N
+    assert out.scale == pytest.approx(ct.scale * lt.scale, rel=1e-6)
+    # measured 30.1 / 29.3
+    _check(LT.apply_diagonals(diags["dense"], np.tile(z, 2)), _dec(out, ctx, keys), 29.1, 27.3)
+
+
+def test_jit_equals_eager(env, rng):
+    ctx, keys, _, plans = env
+    ct = _enc(_cplx(rng, DENSE_N), ctx, keys, 53)
+    eager = LT.linear_transform(ct, plans["dense"], ctx, keys.evaluation)
+    jitted = jax.jit(LT.linear_transform)(ct, plans["dense"], ctx, keys.evaluation)
+    assert (jitted.level, jitted.scale, jitted.slots) == (eager.level, eager.scale, eager.slots)
+    np.testing.assert_array_equal(np.asarray(jitted.data), np.asarray(eager.data))
+
+
+def test_bad_input(env, rng):
+    ctx, keys, _, plans = env
+    lt = plans["dense"]
+    ct = _enc(_cplx(rng, DENSE_N), ctx, keys, 54, level=4)
+    with pytest.raises(ValueError, match="plan is for level 5"):
+        LT.linear_transform(ct, lt, ctx, keys.evaluation)
+    with pytest.raises(ValueError, match="acts on 16 slots"):
+        LT.linear_transform(_enc(_cplx(rng, 32), ctx, keys, 55), lt, ctx, keys.evaluation)
+    no_keys = ckks.EvalKeys(relin=None, rotations={}, conjugation=None, params=ctx.params)
+    with pytest.raises(ValueError, match="no rotation key"):
+        LT.linear_transform(_enc(_cplx(rng, DENSE_N), ctx, keys, 56), lt, ctx, no_keys)
+    with pytest.raises(TypeError, match="LinearTransform"):
+        LT.linear_transform(ct, {0: np.ones(16)}, ctx, keys.evaluation)
+    with pytest.raises(ValueError, match="level 0 has none"):
+        LT.make_linear_transform({0: np.ones(16)}, ctx, 0)
+    with pytest.raises(ValueError, match="power of two"):
+        LT.make_linear_transform({0: np.ones(12)}, ctx, 3)
