@@ -13,7 +13,7 @@
 # with BASE=bench_out/<baseline>.so (required: a missing baseline would compare the candidate
 # with itself). AB="a.so,b.so" times more builds against the candidate (bits: BASE only).
 # Arguments, if any, are further runtime variants for every build (ntt_variants.sh settings,
-# e.g. "JAX_FHE_NTT_TAIL=0"); their logs end in v2, v3, ...
+# VAR=value settings); their logs end in v2, v3, ...
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
