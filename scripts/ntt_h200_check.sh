@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Before the kernel pruning: time the default NTT against each variant the pruning deletes whose
-# only evidence is an H100 measurement, on THIS build (main's, with its environment knobs), so
-# that the deletions can be checked on an H200. Run on the device machine with main's module
+# only evidence is an H100 measurement, on main's build before the pruning (7dfb450's ffi/, whose
+# environment knobs select the variants; on a later build every variant runs the default path),
+# so that the deletions can be checked on an H200. Run on the device machine with main's module
 # carried (scripts/build_device_kernels.sh builds it), e.g.
 #   run(command="bash scripts/gpu_prebuilt.sh bash scripts/ntt_h200_check.sh",
 #       carry=["jax_fhe/_kernels.cpython-312-x86_64-linux-gnu.so"], needs_h200=true)
