@@ -20,6 +20,7 @@ by the streamed kernel) that start inside a limb. Exits non-zero on any mismatch
 import os
 import subprocess
 import sys
+import tempfile
 
 SHAPES = [  # (batch, limbs, rows or None)
     (4, 32, None),    # 128 polynomials: the threshold; a tail of 8
@@ -65,8 +66,12 @@ def run_child(shapes, path, cpu):
     """The CHILD over `shapes` into `path` (JSON: per shape the round trip, the SHA-256 of the
     GPU's NTT, INTT(NTT) and INTT, and with `cpu` their mismatch counts against the CPU)."""
     import json
-    r = subprocess.run([sys.executable, "-c", f"SHAPES = {shapes!r}\nCPU = {cpu!r}\n" + CHILD, path],
-                       capture_output=True, text=True, timeout=600)
+    # run from a neutral folder, with this one last on the path: a package named on PYTHONPATH
+    # (another build's, as scripts/ntt_bits_each.sh passes) wins over this tree's
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), os.getcwd()) if p)
+    r = subprocess.run([sys.executable, "-c", f"SHAPES = {shapes!r}\nCPU = {cpu!r}\n" + CHILD, os.path.abspath(path)],
+                       capture_output=True, text=True, timeout=600, cwd=tempfile.gettempdir(), env=env)
     if r.returncode != 0:
         print(r.stdout, r.stderr)
         sys.exit("child failed")
@@ -98,7 +103,7 @@ def main():
         return compare_builds(args[0], args[2] if len(args) == 3 else None)
     if sys.argv[1:]:
         sys.exit(__doc__)
-    got = run_child(SHAPES, os.path.join("/tmp", "ntt_cluster_check.json"), cpu=True)
+    got = run_child(SHAPES, os.path.join(tempfile.gettempdir(), "ntt_cluster_check.json"), cpu=True)
     bad = 0
     for (batch, limbs, rows), g in zip(SHAPES, got):
         ok = g["round_trip"] and not any(g["cpu_mismatches"])
