@@ -7,6 +7,10 @@
 #   run(command="bash scripts/gpu_prebuilt.sh bash scripts/ntt_h200_check.sh",
 #       carry=["jax_fhe/_kernels.cpython-312-x86_64-linux-gnu.so"], needs_h200=true)
 # VARIANTS (optional) picks a subset by name; logs go to $OUT (default bench_out/h200_check).
+# Main's Python can come from a folder holding main's package and module instead of a checkout:
+#   run(command="PYTHONPATH=$PWD/bench_out/main_pkg bash scripts/ntt_h200_check.sh", ...)
+# (not under gpu_prebuilt.sh, which puts this tree first on PYTHONPATH). All of it takes more
+# than one call's 10 minutes: split it with VARIANTS and SKIP_4096=1.
 # Each variant is one bench_kernels.py process (L = 48, batches 16 and 64, device time by trace);
 # "default" runs first and again last, to bracket the drift within the call. Prints one summary
 # line per (variant, kernel, batch): wall us and device us.
@@ -35,7 +39,8 @@ for v in $ORDER; do
     --limbs 48 --batches 16,64 --trace "$OUT/trace_$i" > "$log" 2>&1 || echo "   (exit $?; see $log)"
   grep -E "^i?ntt30 N=2\^16" "$log" | sed "s/^/   $v: /"
 done
-# the one-block kernel (N <= 2^12) against the two phases there: N = 4096, L = 3
+# the one-block kernel (N <= 2^12) against the two phases there: N = 4096, L = 3 (SKIP_4096=1 skips)
+[ "${SKIP_4096:-0}" = 1 ] && exit 0
 for v in default whole-off; do
   e=""; [ "$v" = whole-off ] && e="JAX_FHE_NTT_WHOLE=0"
   echo "== N=4096 $v: ${e:-(none)}"
