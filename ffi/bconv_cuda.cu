@@ -1,6 +1,6 @@
 // Base conversion on CUDA, plain and centered, bit-identical to bconv_cpu.cc (semantics in
-// bconv_args.h). Two kernels: up to 16 inputs, the tensor-core kernel (bconv_mma_kernel, its
-// design at its definition); otherwise, or with JAX_FHE_BCONV_MMA=0, the SIMT kernel below.
+// bconv_args.h). Two kernels: up to 16 inputs on sm_80 and newer, the tensor-core kernel
+// (bconv_mma_kernel, its design at its definition); otherwise the SIMT kernel below.
 //
 // SIMT kernel: one thread owns VEC consecutive coefficients of one batch entry: it loads the Lin input
 // residues once (vector loads, coalesced across the warp), pre-multiplies them in registers,
@@ -27,6 +27,7 @@
 #include "cuda_device.cuh"
 #include "mma_device.cuh"
 #include "modarith.h"
+#include "tuning.h"
 
 namespace jax_fhe {
 
@@ -228,9 +229,9 @@ void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
   const int n = static_cast<int>(s.in.n), lin = static_cast<int>(s.lin), lout = static_cast<int>(s.lout);
   const int tiles = (n + kThreads * VEC - 1) / (kThreads * VEC);
   const int64_t blocks_xy = static_cast<int64_t>(tiles) * s.batch * s.digits;
-  // split the output limbs over blockIdx.z until the grid has JAX_FHE_BCONV_BLOCKS_PER_SM
-  // blocks per SM (tuning; each split re-reads the inputs, from L2)
-  static const int64_t per_sm = std::max<int64_t>(1, tuning_int("JAX_FHE_BCONV_BLOCKS_PER_SM", 2));
+  // split the output limbs over blockIdx.z until the grid has kBconvBlocksPerSm blocks per SM
+  // (tuning.h; each split re-reads the inputs, from L2)
+  constexpr int64_t per_sm = kBconvBlocksPerSm;
   int splits = static_cast<int>(std::min<int64_t>(lout, std::max<int64_t>(1, (per_sm * sm_count() + blocks_xy - 1) / blocks_xy)));
   // shared memory per output limb: its padded table row, four reduction constants (and
   // Q mod p_i when centering); stay within the 48 KB a launch gets without opting in
@@ -274,7 +275,7 @@ void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
 // byte planes, in fragment order) are built once per block in shared memory. Two 8-column tiles
 // make one group of 4 outputs: column c of tile tau is output c / 2, byte 2 tau + c % 2, so
 // thread t ends with the four byte sums of output 4 group + t.
-constexpr int kMmaMaxThreads = 256;  // 8 warps (JAX_FHE_BCONV_MMA_WARPS: 4 or 8)
+constexpr int kMmaMaxThreads = 256;  // 8 warps (kBconvMmaWarps, tuning.h)
 constexpr int kWarpCoeffs = 64;
 
 // p^-1 mod 2^32 for odd p (Newton's iteration doubles the correct low bits, from 3)
@@ -491,23 +492,18 @@ __global__ void __launch_bounds__(kMmaMaxThreads, 2)
   }
 }
 
-// warps per block: 8, or 4 with JAX_FHE_BCONV_MMA_WARPS=4 (tuning)
-inline int mma_warps() {
-  static const int w = tuning_int("JAX_FHE_BCONV_MMA_WARPS", 8) == 4 ? 4 : 8;
-  return w;
-}
+static_assert(32 * kBconvMmaWarps <= kMmaMaxThreads, "the kernel's launch bounds");
 
 template <int R, bool CENTERED>
 void launch_mma(cudaStream_t stream, const BconvShape& s, const uint32_t* x, uint32_t* y,
                 const uint32_t* in_c, const uint32_t* mat, const uint32_t* out_c, const Centering& cen) {
   const int n = static_cast<int>(s.in.n), lin = static_cast<int>(s.lin), lout = static_cast<int>(s.lout);
   const int digits = static_cast<int>(s.digits);
-  const int warps = mma_warps();
+  constexpr int warps = kBconvMmaWarps;
   const int chunks = n / (warps * kWarpCoeffs);  // coefficients per block per iteration
   const int64_t rows = s.batch * s.digits;
-  // blocks resident at once (two per SM at up to 128 registers); tuning
-  static const int64_t per_sm = std::max<int64_t>(1, tuning_int("JAX_FHE_BCONV_MMA_BLOCKS_PER_SM", 16 / warps));
-  const int64_t slots = per_sm * sm_count();
+  // blocks resident at once (two per SM at up to 128 registers; tuning.h)
+  const int64_t slots = kBconvMmaBlocksPerSm * sm_count();
   // output groups of 4 split over blockIdx.z where the grid would not fill the GPU (each split
   // re-reads the inputs, from L2), and so that a block's tables fit in 48 KB
   // a group of 4 outputs: constants (16 + 4 bytes each) and B fragments; tables up to 32 KB
@@ -551,9 +547,8 @@ ffi::Error run_bconv(cudaStream_t stream, const BconvShape& s, int64_t fold_ever
   const int fe = static_cast<int>(std::min<int64_t>(fold_every, s.lin));
   auto args = [&](auto launcher) { launcher(stream, s, fold, fe, x, y, in_c, mat, out_c, cen); };
   // Up to 16 inputs: tensor cores (exact for any table, so the folding schedule does not
-  // apply). JAX_FHE_BCONV_MMA=0 keeps the SIMT kernels below (tuning, A/B).
-  static const bool mma = tuning_int("JAX_FHE_BCONV_MMA", 1) != 0;
-  if (mma && cc_major() >= 8 && s.lin <= 16 && s.in.n % (mma_warps() * kWarpCoeffs) == 0) {
+  // apply). H200, 12 -> 48 at batch 16: 93-100 us against 149.5 for the SIMT kernel.
+  if (cc_major() >= 8 && s.lin <= 16 && s.in.n % (kBconvMmaWarps * kWarpCoeffs) == 0) {
     auto mma_args = [&](auto launcher) { launcher(stream, s, x, y, in_c, mat, out_c, cen); };
     const int64_t inputs = s.lin + (CENTERED ? 1 : 0);  // centering adds k as an input
     if (inputs <= 4) mma_args(launch_mma<1, CENTERED>);
@@ -566,28 +561,18 @@ ffi::Error run_bconv(cudaStream_t stream, const BconvShape& s, int64_t fold_ever
       return ffi::Error::Internal(std::string("bconv kernel launch failed: ") + cudaGetErrorString(err));
     return ffi::Error::Success();
   }
-  // Coefficients per thread at 9..12 inputs: 4 (80 registers) where the grid fills the GPU
-  // without splitting the output limbs, else 2 (60 registers, so more warps per SM).
-  // H200, one (48, 12, 4) key switch (Nsight Compute): ModUp's conversion 44.4 us at 2 against
-  // 48.3 at 4, ModDown's 26.5 against 27.3; H100, 12 -> 48 at B = 16: 4 is faster (166 against
-  // 177 us). JAX_FHE_BCONV_VEC (1, 2 or 4) forces a width (tuning).
-  static const int env_vec = static_cast<int>(tuning_int("JAX_FHE_BCONV_VEC", 0));
+  // At 9..12 inputs: 4 coefficients per thread (80 registers) where the grid fills the GPU
+  // without splitting the output limbs, else 2 (60 registers, so more warps per SM), and
+  // kBconvOutsPerStep output limbs per step (tuning.h).
   const int64_t wide_blocks = (s.in.n + kThreads * 4 - 1) / (kThreads * 4) * s.batch * s.digits;
-  const int vec12 = env_vec > 0 ? env_vec : (wide_blocks >= 2 * static_cast<int64_t>(sm_count()) ? 4 : 2);
+  const bool wide12 = wide_blocks >= kBconvWideMinBlocksPerSm * static_cast<int64_t>(sm_count());
   if (s.lin <= 4) args(launch<4, 4, CENTERED>);
   else if (s.lin <= 8) args(launch<8, 4, CENTERED>);
   else if (s.lin <= 12) {
-    // two output limbs per step at 2 and 4 coefficients per thread (JAX_FHE_BCONV_OUTS=1: one).
-    // H200 (Nsight Compute): one (48, 12, 4) key switch, ModUp's conversion 44.3 against
-    // 46.2 us, ModDown's 26.4 against 27.2; at B = 16 577 against 589 and 293 against 303. Four
-    // per step cut instructions 14% but not time (80 registers); at 1 per thread, no gain.
-    static const bool pair = tuning_int("JAX_FHE_BCONV_OUTS", 2) >= 2;
-    if (vec12 >= 4)
-      pair ? args(launch<12, 4, CENTERED, 2>) : args(launch<12, 4, CENTERED>);
-    else if (vec12 >= 2)
-      pair ? args(launch<12, 2, CENTERED, 2>) : args(launch<12, 2, CENTERED>);
+    if (wide12)
+      args(launch<12, 4, CENTERED, kBconvOutsPerStep>);
     else
-      args(launch<12, 1, CENTERED>);
+      args(launch<12, 2, CENTERED, kBconvOutsPerStep>);
   }
   else if (s.lin <= 16) args(launch<16, 4, CENTERED>);
   else if constexpr (!CENTERED) {  // the centered handler's checks stop at 16 inputs

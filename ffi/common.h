@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "xla/ffi/api/ffi.h"
@@ -17,13 +16,6 @@
 namespace jax_fhe {
 
 namespace ffi = xla::ffi;
-
-// A tuning knob from the environment (an integer), or `fallback` when unset or empty. Callers
-// keep the value in a function-local static: knobs are read once per process.
-inline int64_t tuning_int(const char* name, int64_t fallback) {
-  const char* env = std::getenv(name);
-  return env && *env ? static_cast<int64_t>(std::atoll(env)) : fallback;
-}
 
 constexpr int kMinLogN = 10;
 constexpr int kMaxLogN = 16;

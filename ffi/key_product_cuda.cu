@@ -132,23 +132,23 @@ void launch_digits(int digits, dim3 grid, dim3 block, cudaStream_t stream, const
                    const uint32_t* key, const uint32_t* sub, uint32_t* out, int64_t batch,
                    bool x_batched, bool sub_batched, int lx, int log_n, int rows_total,
                    int64_t key_part, int64_t key_stride, const KeyProductPlan& plan) {
-#define JAX_FHE_KP_CASE(D_)                                                                   \
+#define KEY_PRODUCT_CASE(D_)                                                                  \
   case D_:                                                                                    \
     key_product_kernel<D_, MODDOWN><<<grid, block, 0, stream>>>(                              \
         x, key, sub, out, batch, x_batched, sub_batched, lx, log_n, rows_total, key_part,      \
         key_stride, plan);                                                                    \
     break;
   switch (digits) {
-    JAX_FHE_KP_CASE(1)
-    JAX_FHE_KP_CASE(2)
-    JAX_FHE_KP_CASE(3)
-    JAX_FHE_KP_CASE(4)
-    JAX_FHE_KP_CASE(5)
-    JAX_FHE_KP_CASE(6)
-    JAX_FHE_KP_CASE(7)
-    JAX_FHE_KP_CASE(8)
+    KEY_PRODUCT_CASE(1)
+    KEY_PRODUCT_CASE(2)
+    KEY_PRODUCT_CASE(3)
+    KEY_PRODUCT_CASE(4)
+    KEY_PRODUCT_CASE(5)
+    KEY_PRODUCT_CASE(6)
+    KEY_PRODUCT_CASE(7)
+    KEY_PRODUCT_CASE(8)
   }
-#undef JAX_FHE_KP_CASE
+#undef KEY_PRODUCT_CASE
 }
 
 static_assert(kKeyProductMaxDigits == 8, "launch_digits instantiates 1..8 digits");
@@ -372,8 +372,7 @@ ffi::Error KeyProductModDownCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> 
 void two_phases(bool inverse, bool lazy, const uint32_t* src, uint32_t* o, const PolyShape& ps,
                 ntt_cuda::Tables t, cudaStream_t stream) {
   const int64_t entries = ps.polys / ps.limbs;  // even
-  static const int env_max_p = static_cast<int>(tuning_int("JAX_FHE_NTT_MAX_P", 4));
-  const int P = env_max_p >= 4 && entries % 4 == 0 ? 4 : 2;
+  const int P = entries % 4 == 0 ? 4 : 2;
   const int64_t step = std::max<int64_t>(1, 65535 / ps.limbs) * P;
   t.limb0 = 0;
   t.limb_count = static_cast<int>(ps.limbs);
@@ -409,7 +408,7 @@ ffi::Error KeyProductModDownNttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U3
     return e;
   if (c.s.batch == 0 || c.s.rows == 0) return ffi::Error::Success();
   ntt_cuda::Tables t{rows.typed_data(), moduli_tab.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-                     nullptr, nullptr, nullptr, static_cast<int>(c.ps.limbs), c.ps.log_n, 0,
+                     nullptr, nullptr, static_cast<int>(c.ps.limbs), c.ps.log_n, 0,
                      static_cast<int>(c.ps.limbs), 0};
   uint32_t* o = out->typed_data();
   if (!fuse_rows(c.s, c.ps)) {  // the transform, then the ModDown key product reading it
@@ -439,7 +438,7 @@ ffi::Error KeyProductInttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
     return e;
   if (c.s.batch == 0 || c.s.rows == 0) return ffi::Error::Success();
   ntt_cuda::Tables t{rows.typed_data(), moduli_tab.typed_data(), itw.typed_data(),
-                     itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(), nullptr,
+                     itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(),
                      static_cast<int>(c.ps.limbs), c.ps.log_n, 0, static_cast<int>(c.ps.limbs), 0};
   uint32_t* o = out->typed_data();
   if (!fuse_rows(c.s, c.ps)) {  // the key product, then the transform in place

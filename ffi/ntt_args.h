@@ -1,6 +1,8 @@
 // Argument checks shared by the CPU and CUDA NTT handlers.
 #pragma once
 
+#include <utility>
+
 #include "common.h"
 
 namespace jax_fhe {
@@ -20,23 +22,6 @@ inline ffi::Error check_ntt_args(const PolyShape& s, ffi::AnyBuffer::Dimensions 
   if (auto e = table_size(moduli, 1, "ntt moduli", table_rows); e.failure()) return e;
   if (auto e = expect_count(tw, 2, *table_rows * s.n, "ntt twiddles"); e.failure()) return e;
   if (auto e = expect_count(tw_shoup, 2, *table_rows * s.n, "ntt twiddles (Shoup)"); e.failure()) return e;
-  return ffi::Error::Success();
-}
-
-// The forward NTT's row tables (the context's psi_rows, uint32[T, 2N] at N = 2^16, else
-// uint32[T, 0]): empty, or [T, 2N]. Only the sm_90 cluster kernel reads them (at N = 2^16; where
-// they are empty it gathers the same twiddles from tw and tw_shoup); the CPU handler checks and
-// ignores them. Derived data: a table that does not match tw gives wrong GPU results, which is
-// why contexts come from make_context.
-inline ffi::Error check_ntt_row_tables(const PolyShape& s, ffi::AnyBuffer::Dimensions tw_rows,
-                                       int64_t table_rows) {
-  int64_t c = 0;
-  if (auto e = table_size(tw_rows, 2, "ntt row tables", &c); e.failure()) return e;
-  const int64_t last = tw_rows.size() ? tw_rows[tw_rows.size() - 1] : 0;
-  if (c != 0 && (c != table_rows * 2 * s.n || last != 2 * s.n))
-    return ffi::Error::InvalidArgument("ntt row tables: expected an empty table or [" + std::to_string(table_rows) +
-                                       ", " + std::to_string(2 * s.n) + "], got " + std::to_string(c) +
-                                       " elements with a last axis of " + std::to_string(last));
   return ffi::Error::Success();
 }
 
@@ -84,5 +69,108 @@ void ntt_forward_cpu(const PolyShape& s, const uint32_t* src, uint32_t* dst, con
 void ntt_inverse_cpu(const PolyShape& s, const uint32_t* src, uint32_t* dst, const int32_t* rows,
                      const uint32_t* moduli, const uint32_t* itw, const uint32_t* itw_shoup,
                      const uint32_t* n_inv, const uint32_t* n_inv_shoup);
+
+// A decoded NTT call: the data's shape (the output's for the lifted transform) and the tables'
+// row count T.
+struct NttCall {
+  PolyShape s;
+  int64_t table_rows = 0;
+};
+
+// The CPU and CUDA handlers decode their operands here. `host_rows`: the rows in host memory (the
+// CPU handler), which are then also checked against the tables and the row groups; null where they
+// are in device memory (CUDA), where they are the caller's contract (Python checks them).
+
+// jax_fhe_ntt_forward: x [..., L, N], rows, moduli, tw, tw_shoup -> y; attributes lazy, row_groups.
+inline ffi::Error decode_ntt_forward_args(const ffi::Buffer<ffi::U32>& x, const ffi::Buffer<ffi::S32>& rows,
+                                          const ffi::Buffer<ffi::U32>& moduli, const ffi::Buffer<ffi::U32>& tw,
+                                          const ffi::Buffer<ffi::U32>& tw_shoup,
+                                          ffi::AnyBuffer::Dimensions y_dims,
+                                          ffi::Span<const int32_t> row_groups, const int32_t* host_rows,
+                                          NttCall* c) {
+  if (auto e = decode_poly_shape(x.dimensions(), "ntt input", &c->s); e.failure()) return e;
+  if (auto e = check_ntt_args(c->s, y_dims, x.dimensions(), rows.dimensions(), moduli.dimensions(),
+                              tw.dimensions(), tw_shoup.dimensions(), &c->table_rows);
+      e.failure())
+    return e;
+  if (host_rows != nullptr)
+    if (auto e = check_rows(host_rows, c->s.limbs, c->table_rows); e.failure()) return e;
+  return check_row_groups(row_groups, c->s.limbs, host_rows);
+}
+
+// jax_fhe_ntt_inverse: x [..., L, N], rows, moduli, itw, itw_shoup, n_inv, n_inv_shoup -> y;
+// attribute lazy.
+inline ffi::Error decode_ntt_inverse_args(const ffi::Buffer<ffi::U32>& x, const ffi::Buffer<ffi::S32>& rows,
+                                          const ffi::Buffer<ffi::U32>& moduli, const ffi::Buffer<ffi::U32>& itw,
+                                          const ffi::Buffer<ffi::U32>& itw_shoup,
+                                          const ffi::Buffer<ffi::U32>& n_inv,
+                                          const ffi::Buffer<ffi::U32>& n_inv_shoup,
+                                          ffi::AnyBuffer::Dimensions y_dims, const int32_t* host_rows,
+                                          NttCall* c) {
+  if (auto e = decode_poly_shape(x.dimensions(), "intt input", &c->s); e.failure()) return e;
+  if (auto e = check_ntt_args(c->s, y_dims, x.dimensions(), rows.dimensions(), moduli.dimensions(),
+                              itw.dimensions(), itw_shoup.dimensions(), &c->table_rows);
+      e.failure())
+    return e;
+  if (auto e = expect_count(n_inv.dimensions(), 1, c->table_rows, "intt N^-1"); e.failure()) return e;
+  if (auto e = expect_count(n_inv_shoup.dimensions(), 1, c->table_rows, "intt N^-1 (Shoup)"); e.failure())
+    return e;
+  if (host_rows != nullptr) return check_rows(host_rows, c->s.limbs, c->table_rows);
+  return ffi::Error::Success();
+}
+
+// jax_fhe_ntt_forward_lift: x int32[..., N], rows, moduli, tw, tw_shoup -> y [..., L, N];
+// attribute lazy. (The CPU handler also checks the range of x; on the GPU it is the caller's.)
+inline ffi::Error decode_ntt_lift_args(const ffi::Buffer<ffi::S32>& x, const ffi::Buffer<ffi::S32>& rows,
+                                       const ffi::Buffer<ffi::U32>& moduli, const ffi::Buffer<ffi::U32>& tw,
+                                       const ffi::Buffer<ffi::U32>& tw_shoup, ffi::AnyBuffer::Dimensions y_dims,
+                                       const int32_t* host_rows, NttCall* c) {
+  if (auto e = check_ntt_lift_args(x.dimensions(), y_dims, rows.dimensions(), moduli.dimensions(),
+                                   tw.dimensions(), tw_shoup.dimensions(), &c->s, &c->table_rows);
+      e.failure())
+    return e;
+  if (host_rows != nullptr) return check_rows(host_rows, c->s.limbs, c->table_rows);
+  return ffi::Error::Success();
+}
+
+// The handlers' bindings, shared by the CPU and CUDA handlers (after the CUDA stream context).
+template <typename Binding>
+auto bind_ntt_forward(Binding b) {
+  return std::move(b)
+      .template Arg<ffi::Buffer<ffi::U32>>()  // x [..., L, N]
+      .template Arg<ffi::Buffer<ffi::S32>>()  // rows [L]
+      .template Arg<ffi::Buffer<ffi::U32>>()  // moduli [T]
+      .template Arg<ffi::Buffer<ffi::U32>>()  // twiddles [T, N]
+      .template Arg<ffi::Buffer<ffi::U32>>()  // twiddles (Shoup) [T, N]
+      .template Ret<ffi::Buffer<ffi::U32>>()  // y [..., L, N]
+      .template Attr<bool>("lazy")
+      .template Attr<ffi::Span<const int32_t>>("row_groups");
+}
+
+template <typename Binding>
+auto bind_ntt_inverse(Binding b) {
+  return std::move(b)
+      .template Arg<ffi::Buffer<ffi::U32>>()  // x [..., L, N]
+      .template Arg<ffi::Buffer<ffi::S32>>()  // rows [L]
+      .template Arg<ffi::Buffer<ffi::U32>>()  // moduli [T]
+      .template Arg<ffi::Buffer<ffi::U32>>()  // inverse twiddles [T, N]
+      .template Arg<ffi::Buffer<ffi::U32>>()  // inverse twiddles (Shoup) [T, N]
+      .template Arg<ffi::Buffer<ffi::U32>>()  // N^-1 [T]
+      .template Arg<ffi::Buffer<ffi::U32>>()  // N^-1 (Shoup) [T]
+      .template Ret<ffi::Buffer<ffi::U32>>()  // y [..., L, N]
+      .template Attr<bool>("lazy");
+}
+
+template <typename Binding>
+auto bind_ntt_lift(Binding b) {
+  return std::move(b)
+      .template Arg<ffi::Buffer<ffi::S32>>()  // x [..., N]
+      .template Arg<ffi::Buffer<ffi::S32>>()  // rows [L]
+      .template Arg<ffi::Buffer<ffi::U32>>()  // moduli [T]
+      .template Arg<ffi::Buffer<ffi::U32>>()  // twiddles [T, N]
+      .template Arg<ffi::Buffer<ffi::U32>>()  // twiddles (Shoup) [T, N]
+      .template Ret<ffi::Buffer<ffi::U32>>()  // y [..., L, N]
+      .template Attr<bool>("lazy");
+}
 
 }  // namespace jax_fhe

@@ -106,23 +106,15 @@ namespace {
 
 ffi::Error NttForwardCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows,
                              ffi::Buffer<ffi::U32> moduli, ffi::Buffer<ffi::U32> tw,
-                             ffi::Buffer<ffi::U32> tw_shoup,
-                             ffi::Buffer<ffi::U32> tw_rows /*a GPU layout; checked*/,
-                             ffi::ResultBuffer<ffi::U32> y,
+                             ffi::Buffer<ffi::U32> tw_shoup, ffi::ResultBuffer<ffi::U32> y,
                              bool /*lazy: a GPU scheduling hint; results are identical*/,
                              ffi::Span<const int32_t> row_groups /*likewise; checked*/) {
-  PolyShape s;
-  if (auto e = decode_poly_shape(x.dimensions(), "ntt input", &s); e.failure()) return e;
-  int64_t table_rows = 0;
-  if (auto e = check_ntt_args(s, y->dimensions(), x.dimensions(), rows.dimensions(),
-                              moduli.dimensions(), tw.dimensions(), tw_shoup.dimensions(),
-                              &table_rows);
+  NttCall c;
+  if (auto e = decode_ntt_forward_args(x, rows, moduli, tw, tw_shoup, y->dimensions(), row_groups,
+                                       rows.typed_data(), &c);
       e.failure())
     return e;
-  if (auto e = check_ntt_row_tables(s, tw_rows.dimensions(), table_rows); e.failure()) return e;
-  if (auto e = check_rows(rows.typed_data(), s.limbs, table_rows); e.failure()) return e;
-  if (auto e = check_row_groups(row_groups, s.limbs, rows.typed_data()); e.failure()) return e;
-  ntt_forward_cpu(s, x.typed_data(), y->typed_data(), rows.typed_data(), moduli.typed_data(),
+  ntt_forward_cpu(c.s, x.typed_data(), y->typed_data(), rows.typed_data(), moduli.typed_data(),
                   tw.typed_data(), tw_shoup.typed_data());
   return ffi::Error::Success();
 }
@@ -132,20 +124,12 @@ ffi::Error NttInverseCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows
                              ffi::Buffer<ffi::U32> itw_shoup, ffi::Buffer<ffi::U32> n_inv,
                              ffi::Buffer<ffi::U32> n_inv_shoup, ffi::ResultBuffer<ffi::U32> y,
                              bool /*lazy*/) {
-  PolyShape s;
-  if (auto e = decode_poly_shape(x.dimensions(), "intt input", &s); e.failure()) return e;
-  int64_t table_rows = 0;
-  if (auto e = check_ntt_args(s, y->dimensions(), x.dimensions(), rows.dimensions(),
-                              moduli.dimensions(), itw.dimensions(), itw_shoup.dimensions(),
-                              &table_rows);
+  NttCall c;
+  if (auto e = decode_ntt_inverse_args(x, rows, moduli, itw, itw_shoup, n_inv, n_inv_shoup,
+                                       y->dimensions(), rows.typed_data(), &c);
       e.failure())
     return e;
-  if (auto e = expect_count(n_inv.dimensions(), 1, table_rows, "intt N^-1"); e.failure()) return e;
-  if (auto e = expect_count(n_inv_shoup.dimensions(), 1, table_rows, "intt N^-1 (Shoup)");
-      e.failure())
-    return e;
-  if (auto e = check_rows(rows.typed_data(), s.limbs, table_rows); e.failure()) return e;
-  ntt_inverse_cpu(s, x.typed_data(), y->typed_data(), rows.typed_data(), moduli.typed_data(),
+  ntt_inverse_cpu(c.s, x.typed_data(), y->typed_data(), rows.typed_data(), moduli.typed_data(),
                   itw.typed_data(), itw_shoup.typed_data(), n_inv.typed_data(),
                   n_inv_shoup.typed_data());
   return ffi::Error::Success();
@@ -155,18 +139,13 @@ ffi::Error NttInverseCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::S32> rows
 // rejected here; the CUDA handler takes the range as the caller's contract.
 ffi::Error NttForwardLiftCpuImpl(ffi::Buffer<ffi::S32> x, ffi::Buffer<ffi::S32> rows,
                                  ffi::Buffer<ffi::U32> moduli, ffi::Buffer<ffi::U32> tw,
-                                 ffi::Buffer<ffi::U32> tw_shoup,
-                                 ffi::Buffer<ffi::U32> tw_rows /*a GPU layout; checked*/,
-                                 ffi::ResultBuffer<ffi::U32> y, bool /*lazy*/) {
-  PolyShape s;
-  int64_t table_rows = 0;
-  if (auto e = check_ntt_lift_args(x.dimensions(), y->dimensions(), rows.dimensions(),
-                                   moduli.dimensions(), tw.dimensions(), tw_shoup.dimensions(), &s,
-                                   &table_rows);
+                                 ffi::Buffer<ffi::U32> tw_shoup, ffi::ResultBuffer<ffi::U32> y,
+                                 bool /*lazy*/) {
+  NttCall c;
+  if (auto e = decode_ntt_lift_args(x, rows, moduli, tw, tw_shoup, y->dimensions(), rows.typed_data(), &c);
       e.failure())
     return e;
-  if (auto e = check_ntt_row_tables(s, tw_rows.dimensions(), table_rows); e.failure()) return e;
-  if (auto e = check_rows(rows.typed_data(), s.limbs, table_rows); e.failure()) return e;
+  const PolyShape& s = c.s;
   const int32_t* r = rows.typed_data();
   const uint32_t* q = moduli.typed_data();
   uint32_t q_min = UINT32_MAX;
@@ -193,39 +172,8 @@ ffi::Error NttForwardLiftCpuImpl(ffi::Buffer<ffi::S32> x, ffi::Buffer<ffi::S32> 
 
 }  // namespace
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardLiftCpu, NttForwardLiftCpuImpl,
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::Buffer<ffi::S32>>()  // x [..., N]
-                                  .Arg<ffi::Buffer<ffi::S32>>()  // rows
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // moduli
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // twiddles
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // twiddles (Shoup)
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // row tables (GPU)
-                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., L, N]
-                                  .Attr<bool>("lazy"));
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardCpu, NttForwardCpuImpl,
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // x
-                                  .Arg<ffi::Buffer<ffi::S32>>()  // rows
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // moduli
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // twiddles
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // twiddles (Shoup)
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // row tables (GPU)
-                                  .Ret<ffi::Buffer<ffi::U32>>()
-                                  .Attr<bool>("lazy")
-                                  .Attr<ffi::Span<const int32_t>>("row_groups"));
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(NttInverseCpu, NttInverseCpuImpl,
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // x
-                                  .Arg<ffi::Buffer<ffi::S32>>()  // rows
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // moduli
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // inverse twiddles
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // inverse twiddles (Shoup)
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // N^-1
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // N^-1 (Shoup)
-                                  .Ret<ffi::Buffer<ffi::U32>>()
-                                  .Attr<bool>("lazy"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardLiftCpu, NttForwardLiftCpuImpl, bind_ntt_lift(ffi::Ffi::Bind()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardCpu, NttForwardCpuImpl, bind_ntt_forward(ffi::Ffi::Bind()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(NttInverseCpu, NttInverseCpuImpl, bind_ntt_inverse(ffi::Ffi::Bind()));
 
 }  // namespace jax_fhe

@@ -27,16 +27,15 @@
 // P < 4 but the limbs' rows repeat, the forward rows phase can instead group limbs that share a
 // row (row_groups; ntt_rows_gathered_kernel).
 //
-// Memory traffic: the two phases move every byte through HBM twice unless the phase-1 output
-// is still in L2 when phase 2 reads it. Three ways around it, by size:
-//   * N <= 2^12 (PIR's ring): one block runs the whole transform (ntt_whole_kernel, default);
-//   * N = 2^16: the streamed kernel (ntt_stream_kernel, opt-in JAX_FHE_NTT_STREAM=1) runs both
-//     phases in one persistent launch, chunk by chunk, so phase 2 reads from L2 (it also runs
-//     the cluster kernel's tail, on the SMs the clusters leave idle: ntt_stream_tail);
-//   * any size: the handler can launch the phases per L2-sized chunk (chunk_polys; measured
-//     slower than one launch per phase, below).
-// Plus the sm_90 single-pass cluster kernel (ntt_cluster_cuda.cu; the default for launches of
-// at least 128 polynomials of N = 2^16).
+// Which kernel runs (docs/kernels.md has the table):
+//   * N <= 2^kMaxWholeLog (PIR's ring): one block runs the whole transform (ntt_whole_kernel),
+//     so each coefficient crosses HBM once each way;
+//   * N = 2^16, at least kClusterMinPolys polynomials, primes below 2^30, sm_90: the single-pass
+//     cluster kernel (ntt_cluster_dispatch.cu), whose launch's last polynomials run beside it on
+//     the SMs its clusters leave idle, by the streamed kernel (ntt_stream_kernel: both phases in
+//     one persistent launch, chunk by chunk, phase 2 reading from L2; ntt_stream_tail);
+//   * otherwise the two phases, one launch each (the forward rows phase over gathered row
+//     groups where the batch gives P < 4 but rows repeat).
 // The lifted forward transform (jax_fhe_ntt_forward_lift) loads int32 digits and lifts them to
 // each limb's prime in the one-block kernel (NttForwardLiftCudaImpl).
 #include <cuda_runtime.h>
@@ -49,6 +48,7 @@
 #include "cuda_device.cuh"
 #include "ntt_args.h"
 #include "ntt_device.cuh"
+#include "tuning.h"
 
 namespace jax_fhe {
 
@@ -100,13 +100,11 @@ __global__ void __launch_bounds__(RowsGeometry<K2>::threads, MINB)
   else run(std::integral_constant<int, 1>{});
 }
 
-// Whole transform in one block, for N <= 2^kMaxWholeLog (the PIR ring, N = 4096, and the small
-// test sizes): N / 8 threads hold a polynomial (P of them, as above) and run all log N stages
+// Whole transform in one block, for N <= 2^kMaxWholeLog (tuning.h; the PIR ring, N = 4096, and
+// the small test sizes): N / 8 threads hold a polynomial (P of them, as above) and run all log N stages
 // as radix-8 rounds with shared-memory exchanges, so each coefficient crosses HBM once each way
 // and there is one launch instead of two. The twiddle index of a full transform is the column
 // phase's (W = 1, K = log N). Forward output is reduced from [0, 4q); the inverse scales by N^-1.
-constexpr int kMaxWholeLog = 12;
-
 // Whether P polynomials of 2^log_n words (one pad word per 32) fit the 48 KB of static shared
 // memory: not P = 4 at N = 4096.
 constexpr bool whole_fits(int log_n, int p) {
@@ -210,9 +208,8 @@ bool launch_whole(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups,
 }
 
 // ---------------------------------------------------------------------------------------------
-// Streamed two-phase NTT (opt-in, JAX_FHE_NTT_STREAM=1; N = 2^16, primes below 2^30). The two
-// phases bound the default kernels by HBM: every coefficient crosses it twice each way. Here one
-// persistent launch takes tiles from a work queue in the order
+// Streamed two-phase NTT (N = 2^16, primes below 2^30), which runs the cluster kernel's tail
+// (ntt_stream_tail). One persistent launch takes tiles from a work queue in the order
 //     A(0), A(1), B(0), A(2), B(1), ..., A(C-1), B(C-2), B(C-1)
 // where A(c) / B(c) are the first / second phase's tiles of chunk c (a few MB of polynomials, so
 // that the intermediate of two chunks sits in L2 and B reads it from there) and a B tile of chunk
@@ -222,8 +219,8 @@ bool launch_whole(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups,
 // The B phase loads through L2 only (ld.global.cg: other SMs wrote those lines in this launch).
 // State lives in a static device array (zero when the module loads): the queue counter, a count
 // of the blocks that have left, and a counter per chunk. The last block to leave a launch sets
-// its entries back to zero, so no memset precedes a launch (one operation less per
-// cluster-kernel launch, whose tail this kernel runs: 1-2 us at L = 48, batch 16, session 23).
+// its entries back to zero, so no memset precedes a launch (1-2 us less per cluster-kernel launch
+// at L = 48, batch 16, H100).
 // So launches must not run concurrently on several streams of a device (XLA runs a device's
 // computations, custom calls included, on its compute stream).
 constexpr int kStreamMaxChunks = 4096;
@@ -235,9 +232,11 @@ struct StreamPlan {
   int chunk_groups;    // groups per chunk
   int chunks;
   int seg;             // queue items per segment: chunk_groups x max(tiles per group of A, B)
-  // >= 0: as the cluster kernel's tail, group g is the launch's limb-major items
-  // item0 + P g .. item0 + P g + P - 1 (item = limb * batch + entry; item0 and batch are
-  // multiples of P, so a group is P entries of one limb); < 0: groups as Tables lays them out
+  // group g is the launch's limb-major items item0 + P g .. item0 + P g + P - 1 (item =
+  // limb * batch + entry; item0 and batch are multiples of P, so a group is P entries of one
+  // limb). (The kernel also takes item0 < 0, groups as Tables lays them out, from when it ran
+  // whole transforms; every launch is now a tail, but the branch stays so that the kernel's
+  // SASS is the measured one.)
   int64_t item0 = -1;
   int64_t batch = 0;
 };
@@ -262,10 +261,9 @@ struct StreamGeometry {
   static constexpr int smem_words = cw > rw ? cw : rw;
 };
 
-// As the cluster kernel's tail (plan.item0 >= 0: ntt_stream_tail) the launch is dependent on
-// that kernel; each block waits for it before exiting, so that later work on the stream follows
-// both.
-template <int K1, int K2, int P, bool INVERSE, bool LAZY, int MINB = 3>
+// The launch is dependent on the cluster kernel (ntt_stream_tail); each block waits for it before
+// exiting, so that later work on the stream follows both.
+template <int K1, int K2, int P, bool INVERSE, bool LAZY, int MINB>
 __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::threads), MINB)
     ntt_stream_kernel(const uint32_t* src, uint32_t* dst, Tables t, StreamPlan plan,
                       unsigned* state) {
@@ -348,26 +346,15 @@ __global__ void __launch_bounds__((StreamGeometry<K1, K2, P, INVERSE, LAZY>::thr
   }
 }
 
-bool stream_enabled() {
-  static const bool v = tuning_int("JAX_FHE_NTT_STREAM", 0) == 1;
-  return v;
-}
-
-int64_t stream_chunk_bytes() {
-  static const int64_t v = std::max<int64_t>(1, tuning_int("JAX_FHE_NTT_STREAM_CHUNK_BYTES", int64_t{12} << 20));
-  return v;
-}
-
 // The streamed launch for N = 2^16 (K1 = K2 = 8, P = 4, lazy) in two steps: its plan
-// (stream_setup; false where it does not apply), then the launch (stream_launch; `blocks` <= 0:
-// as many as fit the device; plan.item0 >= 0: as the cluster kernel's tail).
+// (stream_setup; false where it does not apply), then the launch (stream_launch).
 struct StreamLaunch {
   StreamPlan plan;
   unsigned* state = nullptr;
   int64_t per_sm = 0;  // resident blocks per SM
 };
 
-template <bool INVERSE, int MINB = 3>
+template <bool INVERSE, int MINB>
 bool stream_setup(int log_n, int64_t groups, StreamLaunch* out) {
   constexpr int P = 4;
   constexpr bool LAZY = true;
@@ -378,7 +365,7 @@ bool stream_setup(int log_n, int64_t groups, StreamLaunch* out) {
   const int64_t group_bytes = int64_t{P} * (int64_t{1} << log_n) * 4;
   StreamPlan& plan = out->plan;
   plan.groups = groups;
-  int64_t cg = std::max<int64_t>(1, stream_chunk_bytes() / group_bytes);
+  int64_t cg = std::max<int64_t>(1, kStreamChunkBytes / group_bytes);
   cg = std::max<int64_t>(cg, (groups + kStreamMaxChunks - 1) / kStreamMaxChunks);
   plan.chunk_groups = static_cast<int>(std::min<int64_t>(cg, groups));
   plan.chunks = static_cast<int>((groups + plan.chunk_groups - 1) / plan.chunk_groups);
@@ -397,37 +384,17 @@ bool stream_setup(int log_n, int64_t groups, StreamLaunch* out) {
   return out->per_sm >= 1 && out->state != nullptr;
 }
 
-template <bool INVERSE, int MINB = 3>
+// `blocks` of them, as dependent on the cluster kernel launched before
+template <bool INVERSE, int MINB>
 void stream_launch(const StreamLaunch& l, const uint32_t* src, uint32_t* dst, const Tables& t,
                    int64_t blocks, cudaStream_t stream) {
   constexpr int K1 = 8, K2 = 8, P = 4;
   using G = StreamGeometry<K1, K2, P, INVERSE, true>;
   const int64_t items = 2 * static_cast<int64_t>(l.plan.chunks) * l.plan.seg;
-  if (blocks <= 0) blocks = l.per_sm * sm_count();
   blocks = std::min<int64_t>(items, blocks);
-  // the tail (plan.item0 >= 0) is dependent on the cluster kernel launched before it
-  launch_kernel(l.plan.item0 >= 0, ntt_stream_kernel<K1, K2, P, INVERSE, true, MINB>,
+  launch_kernel(true, ntt_stream_kernel<K1, K2, P, INVERSE, true, MINB>,
                 dim3(static_cast<unsigned>(blocks)), dim3(G::threads), 0, stream, src, dst, t, l.plan,
                 l.state);
-}
-
-template <bool INVERSE>
-bool launch_stream_p4(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups,
-                      const Tables& t, cudaStream_t stream) {
-  StreamLaunch l;
-  if (!stream_setup<INVERSE>(log_n, groups, &l)) return false;
-  stream_launch<INVERSE>(l, src, dst, t, 0, stream);
-  return true;
-}
-
-template <int P, bool INVERSE, bool LAZY>
-bool launch_stream(int log_n, const uint32_t* src, uint32_t* dst, int64_t groups,
-                   const Tables& t, cudaStream_t stream) {
-  // P = 4 only: there both phases' tiles have 256 threads (at P <= 2 the column tile has 512)
-  if constexpr (P == 4 && LAZY) {
-    return launch_stream_p4<INVERSE>(log_n, src, dst, groups, t, stream);
-  }
-  return false;
 }
 
 // `groups`: number of P-polynomial groups in the launch (grid.y).
@@ -474,41 +441,6 @@ void launch_phase_k(bool columns, const uint32_t* src, uint32_t* dst, int64_t gr
     launch_rows<K, P, INVERSE, LAZY, MINB>(src, dst, groups, t, stream);
 }
 
-// Minimum resident blocks per SM asked of the compiler for the N = 2^16 phases
-// (JAX_FHE_NTT_MIN_BLOCKS = 0, 2 or 3 for every kernel; default below). The hint sets the
-// register budget (256 threads: none -> ptxas keeps 64 or fewer and interleaves the loads with
-// the butterflies, 2 -> up to 128, 3 -> 85), which trades occupancy against how many of a thread's loads are in
-// flight before the first butterfly. H100, L = 48: batch 1 forward / inverse 49.4 / 86.9 us with
-// no hint, 43.4 / 46.4 with 2, 40.2 / 45.0 with 3; batch 16: 397 / 396, 400 / 400, 405 / 408
-// (session 6; that batch-16 run was near the H100's HBM limit for two passes).
-// Default (unset, or any other value), measured on an H200 at L = 48 (session 16, device us):
-// - columns kernel at P = 4 (512 threads, 16 columns, 64 KB): 2 (64 registers). Batch 16:
-//   forward 138.3 / inverse 139.9; with 3 (40 registers) 162.1 / 165.1, with none 160.3 / 151.2.
-// - rows kernel at P = 4: none for the forward (64 registers, 4 blocks per SM), 3 for the
-//   inverse (80 registers). Batch 16: forward 136.8-137.7 with none against 145.6-147.2 with 3
-//   (they were equal, 148.4 / 148.7, before the second phase ran in reverse); inverse 133.1-135.0
-//   with 3 against 137.3 with none; batch 4 forward 39.2 against 44.6. 3 against 2, batch 16:
-//   303.1 against 323.8 us for the whole forward transform (with 8-column tiles then).
-// - columns kernel at P = 2 (512 threads): none for the forward (32 registers, 4 blocks per SM),
-//   3 for the inverse. Batch 16 (JAX_FHE_NTT_MAX_P=2): forward 135.5 against 157.7 with 2 and
-//   150.1 with 3; inverse 181.2 with none, 147.3 with 3, 147.4 with 2. Batch 2: forward 21.9
-//   against 22.6, inverse 24.4 with 3 against 25.0.
-// - P = 1: 3 for the columns kernel (ModUp's NTT, 192 limbs: 44.1 us against 50.0-50.2 with 2;
-//   its INTT 12.0 against 13.0), 2 for the rows kernels (51.6 with 3 against 50.7; 3 for every
-//   kernel made one key switch's kernels 307 us against 291).
-// - the gathered rows kernel: none (ModUp's 192 limbs, 4 runs over two builds: 38.3-38.9 us
-//   against 41.2-41.8 with 3; session 15: 41.7 with 3 against 47.2 with 2, where ncu showed
-//   occupancy 24%, issue slots 47% busy, long-scoreboard stalls first).
-// - otherwise 2.
-int ntt_min_blocks(bool columns, int p, bool inverse, bool gathered = false) {
-  static const int64_t env = tuning_int("JAX_FHE_NTT_MIN_BLOCKS", -1);
-  if (env == 0 || env == 2 || env == 3) return static_cast<int>(env);
-  if (gathered) return 0;
-  if (p == 4) return columns ? 2 : (inverse ? 3 : 0);
-  if (p == 2) return columns ? (inverse ? 3 : 0) : 2;
-  return columns ? 3 : 2;
-}
-
 template <int P, bool INVERSE, bool LAZY>
 void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64_t groups,
                   const Tables& t, cudaStream_t stream) {
@@ -516,33 +448,17 @@ void launch_phase(bool columns, int k, const uint32_t* src, uint32_t* dst, int64
     case 5: launch_phase_k<5, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
     case 6: launch_phase_k<6, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
     case 7: launch_phase_k<7, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
-    case 8:
-      switch (ntt_min_blocks(columns, P, INVERSE)) {
-        case 0: launch_phase_k<8, P, INVERSE, LAZY, 0>(columns, src, dst, groups, t, stream); break;
-        case 3: launch_phase_k<8, P, INVERSE, LAZY, 3>(columns, src, dst, groups, t, stream); break;
-        default: launch_phase_k<8, P, INVERSE, LAZY, 2>(columns, src, dst, groups, t, stream);
-      }
+    case 8:  // (N = 2^15, 2^16: the register budget by kernel, tuning.h)
+      if (columns)
+        launch_columns<8, P, INVERSE, LAZY, ntt_min_blocks(true, P, INVERSE)>(src, dst, groups, t, stream);
+      else
+        launch_rows<8, P, INVERSE, LAZY, ntt_min_blocks(false, P, INVERSE)>(src, dst, groups, t, stream);
       break;
   }
 }
 
-// Polynomials per chunk. Unchunked by default: with the current kernels, L2-sized chunks
-// (which keep the phase-1 output in L2 for phase 2) measured slower than one launch per phase
-// over everything (H100, L = 48, B = 16: 479 us at 12.5 MB chunks, 412 us unchunked), because
-// the small launches leave the GPU partly idle between phases. JAX_FHE_NTT_CHUNK_BYTES sets a
-// chunk size (for tuning).
-int64_t chunk_polys(int64_t n) {
-  static const int64_t chunk_bytes = tuning_int("JAX_FHE_NTT_CHUNK_BYTES", int64_t{1} << 40);
-  int64_t c = std::max<int64_t>(1, chunk_bytes / (n * 4));
-  return std::min<int64_t>(c, 65535);
-}
-
-// The one-block transform for N <= 2^12 (default); JAX_FHE_NTT_WHOLE=0 selects the two-phase
-// kernels instead (for comparison and tests).
-bool whole_enabled() {
-  static const bool v = tuning_int("JAX_FHE_NTT_WHOLE", 1) != 0;
-  return v;
-}
+// Polynomials per launch: grid.y holds the launch's groups, at most 65535.
+constexpr int64_t kMaxLaunchPolys = 65535;
 
 // LIFT: the lifted forward transform through the one-block kernel only (the caller checks that
 // it applies: lazy, N <= 2^kMaxWholeLog, P = 1).
@@ -551,9 +467,9 @@ void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
                Tables t) {
   const int k1 = s.log_n / 2, k2 = s.log_n - k1;
   const int64_t batch = s.polys / s.limbs;  // a multiple of P
-  // chunks of (limb window x batch window), limb-major, each about chunk_polys() polynomials;
-  // the batch window is a multiple of P
-  const int64_t budget = chunk_polys(s.n);
+  // launches of (limb window x batch window), limb-major, each at most kMaxLaunchPolys
+  // polynomials; the batch window is a multiple of P
+  const int64_t budget = kMaxLaunchPolys;
   const int64_t limb_step = std::max<int64_t>(1, std::min<int64_t>(s.limbs, budget / batch));
   int64_t batch_step = std::min<int64_t>(batch, budget / limb_step);
   batch_step = std::max<int64_t>(P, batch_step / P * P);
@@ -565,11 +481,9 @@ void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
       const int64_t groups = std::min(batch_step, batch - b0) / P * t.limb_count;
       if (LIFT) {
         launch_whole<P, INVERSE, LAZY, LIFT>(s.log_n, src, dst, groups, t, stream);
-      } else if (s.log_n <= kMaxWholeLog && whole_enabled() &&
+      } else if (s.log_n <= kMaxWholeLog &&
           launch_whole<P, INVERSE, LAZY>(s.log_n, src, dst, groups, t, stream)) {
         // one block per polynomial group: done
-      } else if (stream_enabled() && launch_stream<P, INVERSE, LAZY>(s.log_n, src, dst, groups, t, stream)) {
-        // both phases in one persistent launch: done
       } else if (!INVERSE) {
         launch_phase<P, false, LAZY>(true, k1, src, dst, groups, t, stream);
         launch_phase<P, false, LAZY>(false, k2, dst, dst, groups, t, stream);
@@ -581,39 +495,29 @@ void run_ntt_p(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uin
   }
 }
 
-// Gathered row groups for the forward rows phase (JAX_FHE_NTT_ROW_GROUPS=0 turns them off).
-bool row_groups_enabled() {
-  static const bool v = tuning_int("JAX_FHE_NTT_ROW_GROUPS", 1) != 0;
-  return v;
-}
-
 // The forward transform with its rows phase over row groups: the columns phase as run_ntt_p
 // launches it (P by the batch), then one block per (tile, batch entry, group). Where a batch
 // already gives P = 4 the groups add nothing; false where they do not apply (the caller runs the
-// plain path): other sizes than N = 2^16, the opt-in streamed and chunked launches, and P
-// capped below 4 (JAX_FHE_NTT_MAX_P).
+// plain path): other sizes than N = 2^16, and launches too large for one grid.
 template <bool LAZY>
 bool run_ntt_gathered(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
-                      Tables t, const RowGroups& g, int max_p) {
+                      Tables t, const RowGroups& g) {
   constexpr int K1 = 8, K2 = 8;
   const int64_t batch = s.polys / s.limbs;
-  if (s.log_n != K1 + K2 || !row_groups_enabled() || stream_enabled() || chunk_polys(s.n) < s.polys ||
-      max_p < 4 || batch % 4 == 0 || batch * g.count > 65535)
+  if (s.log_n != K1 + K2 || s.polys > kMaxLaunchPolys || batch % 4 == 0 || batch * g.count > 65535)
     return false;
   using G = RowsGeometry<K2>;
   t.limb0 = 0;
   t.limb_count = static_cast<int>(s.limbs);
   t.batch0 = 0;
-  if (max_p >= 2 && batch % 2 == 0)
+  if (batch % 2 == 0)
     launch_phase<2, false, LAZY>(true, K1, src, dst, batch / 2 * s.limbs, t, stream);
   else
     launch_phase<1, false, LAZY>(true, K1, src, dst, batch * s.limbs, t, stream);
   const dim3 grid((1 << K1) / G::rows_per_block, static_cast<unsigned>(batch * g.count));
-  const int minb = ntt_min_blocks(false, kRowGroupSize, false, true);
-  auto kernel = minb == 0   ? ntt_rows_gathered_kernel<K2, LAZY, 0>
-                : minb == 2 ? ntt_rows_gathered_kernel<K2, LAZY, 2>
-                            : ntt_rows_gathered_kernel<K2, LAZY, 3>;
-  launch_kernel(true, kernel, grid, dim3(G::threads), 0, stream, dst, dst, t, g);
+  constexpr int kMinBlocks = ntt_min_blocks(false, kRowGroupSize, false, true);
+  launch_kernel(true, ntt_rows_gathered_kernel<K2, LAZY, kMinBlocks>, grid, dim3(G::threads), 0, stream,
+                dst, dst, t, g);
   return true;
 }
 
@@ -628,15 +532,10 @@ ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
     return ffi::Error::Success();
   }
   const int64_t batch = s.polys / s.limbs;
-  // JAX_FHE_NTT_MAX_P caps P (for tuning and tests)
-  static const int env_max_p = static_cast<int>(tuning_int("JAX_FHE_NTT_MAX_P", 4));
-  // the one-block kernel takes whole_max_p's P (N = 4096: 1 forward, 2 inverse) rather than
-  // falling back to the two phases at P = 4 (an H100 trace of the PIR expansion showed every
-  // N = 4096 transform running as two phases at P = 4)
-  const int max_p = s.log_n <= kMaxWholeLog && whole_enabled()
-                        ? std::min(env_max_p, whole_max_p(s.log_n, INVERSE))
-                        : env_max_p;
-  if (!INVERSE && row_groups != nullptr && run_ntt_gathered<LAZY>(stream, s, src, dst, t, *row_groups, max_p)) {
+  // P: the largest in {4, 2, 1} that divides the batch, and for the one-block kernel whole_max_p's
+  // (N = 4096: 1 forward, 2 inverse) rather than falling back to the two phases at P = 4
+  const int max_p = s.log_n <= kMaxWholeLog ? whole_max_p(s.log_n, INVERSE) : 4;
+  if (!INVERSE && row_groups != nullptr && run_ntt_gathered<LAZY>(stream, s, src, dst, t, *row_groups)) {
     // rows phase over row groups: done
   } else if (max_p >= 4 && batch % 4 == 0)
     run_ntt_p<4, INVERSE, LAZY>(stream, s, src, dst, t);
@@ -650,36 +549,20 @@ ffi::Error run_ntt(cudaStream_t stream, const PolyShape& s, const uint32_t* src,
   return ffi::Error::Success();
 }
 
-// The forward's row tables (check_ntt_row_tables) for Tables::tw_rows: null where empty or not
-// 16-byte aligned (the bulk copy's source; XLA's buffers are), so that the cluster kernel gathers
-// them from tw and tw_shoup instead. JAX_FHE_NTT_ROW_BULK=0 makes it gather always (to compare the
-// two paths; session 28).
-const uint32_t* row_tables(ffi::Buffer<ffi::U32>& tw_rows) {
-  static const bool bulk = tuning_int("JAX_FHE_NTT_ROW_BULK", 1) != 0;
-  const uint32_t* p = bulk && tw_rows.element_count() ? tw_rows.typed_data() : nullptr;
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0 ? p : nullptr;
-}
-
 ffi::Error NttForwardCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                               ffi::Buffer<ffi::S32> rows, ffi::Buffer<ffi::U32> moduli,
                               ffi::Buffer<ffi::U32> tw, ffi::Buffer<ffi::U32> tw_shoup,
-                              ffi::Buffer<ffi::U32> tw_rows, ffi::ResultBuffer<ffi::U32> y, bool lazy,
+                              ffi::ResultBuffer<ffi::U32> y, bool lazy,
                               ffi::Span<const int32_t> row_groups) {
-  PolyShape s;
-  if (auto e = decode_poly_shape(x.dimensions(), "ntt input", &s); e.failure()) return e;
-  int64_t table_rows = 0;
-  if (auto e = check_ntt_args(s, y->dimensions(), x.dimensions(), rows.dimensions(),
-                              moduli.dimensions(), tw.dimensions(), tw_shoup.dimensions(),
-                              &table_rows);
+  NttCall c;
+  if (auto e = decode_ntt_forward_args(x, rows, moduli, tw, tw_shoup, y->dimensions(), row_groups,
+                                       nullptr, &c);
       e.failure())
     return e;
-  if (auto e = check_ntt_row_tables(s, tw_rows.dimensions(), table_rows); e.failure()) return e;
-  // the members' shared row is the caller's contract here (the rows are in device memory; the
-  // CPU handler checks it)
-  if (auto e = check_row_groups(row_groups, s.limbs, nullptr); e.failure()) return e;
+  const PolyShape& s = c.s;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-           nullptr, nullptr, row_tables(tw_rows), static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
+           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   const int64_t group_count = static_cast<int64_t>(row_groups.size()) / kRowGroupSize;
   RowGroups g;
   const RowGroups* gp = nullptr;
@@ -698,21 +581,15 @@ ffi::Error NttInverseCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                               ffi::Buffer<ffi::U32> itw, ffi::Buffer<ffi::U32> itw_shoup,
                               ffi::Buffer<ffi::U32> n_inv, ffi::Buffer<ffi::U32> n_inv_shoup,
                               ffi::ResultBuffer<ffi::U32> y, bool lazy) {
-  PolyShape s;
-  if (auto e = decode_poly_shape(x.dimensions(), "intt input", &s); e.failure()) return e;
-  int64_t table_rows = 0;
-  if (auto e = check_ntt_args(s, y->dimensions(), x.dimensions(), rows.dimensions(),
-                              moduli.dimensions(), itw.dimensions(), itw_shoup.dimensions(),
-                              &table_rows);
+  NttCall c;
+  if (auto e = decode_ntt_inverse_args(x, rows, moduli, itw, itw_shoup, n_inv, n_inv_shoup,
+                                       y->dimensions(), nullptr, &c);
       e.failure())
     return e;
-  if (auto e = expect_count(n_inv.dimensions(), 1, table_rows, "intt N^-1"); e.failure()) return e;
-  if (auto e = expect_count(n_inv_shoup.dimensions(), 1, table_rows, "intt N^-1 (Shoup)");
-      e.failure())
-    return e;
+  const PolyShape& s = c.s;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(),  moduli.typed_data(),      itw.typed_data(),
-           itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(), nullptr,
+           itw_shoup.typed_data(), n_inv.typed_data(), n_inv_shoup.typed_data(),
            static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   return lazy ? run_ntt<true, true>(stream, s, x.typed_data(), y->typed_data(), t)
               : run_ntt<true, false>(stream, s, x.typed_data(), y->typed_data(), t);
@@ -738,21 +615,18 @@ __global__ void lift_kernel(const int32_t* x, uint32_t* y, const int32_t* rows,
 ffi::Error NttForwardLiftCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::S32> x,
                                   ffi::Buffer<ffi::S32> rows, ffi::Buffer<ffi::U32> moduli,
                                   ffi::Buffer<ffi::U32> tw, ffi::Buffer<ffi::U32> tw_shoup,
-                                  ffi::Buffer<ffi::U32> tw_rows, ffi::ResultBuffer<ffi::U32> y, bool lazy) {
-  PolyShape s;
-  int64_t table_rows = 0;
-  if (auto e = check_ntt_lift_args(x.dimensions(), y->dimensions(), rows.dimensions(),
-                                   moduli.dimensions(), tw.dimensions(), tw_shoup.dimensions(), &s,
-                                   &table_rows);
+                                  ffi::ResultBuffer<ffi::U32> y, bool lazy) {
+  NttCall c;
+  if (auto e = decode_ntt_lift_args(x, rows, moduli, tw, tw_shoup, y->dimensions(), nullptr, &c);
       e.failure())
     return e;
-  if (auto e = check_ntt_row_tables(s, tw_rows.dimensions(), table_rows); e.failure()) return e;
+  const PolyShape& s = c.s;
   if (s.polys == 0) return ffi::Error::Success();
   Tables t{rows.typed_data(), moduli.typed_data(), tw.typed_data(), tw_shoup.typed_data(),
-           nullptr, nullptr, row_tables(tw_rows), static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
+           nullptr, nullptr, static_cast<int>(s.limbs), s.log_n, 0, 1, 0};
   const int32_t* xi = x.typed_data();
   uint32_t* dst = y->typed_data();
-  if (lazy && s.log_n <= kMaxWholeLog && whole_enabled()) {
+  if (lazy && s.log_n <= kMaxWholeLog) {
     // one polynomial per block, as whole_max_p gives every forward transform
     run_ntt_p<1, false, true, true>(stream, s, reinterpret_cast<const uint32_t*>(xi), dst, t);
   } else {
@@ -799,13 +673,12 @@ bool stream_tail(bool launch, const uint32_t* src, uint32_t* dst, int64_t item0,
 }
 }  // namespace
 
-// (4 resident blocks per SM: H100, L = 48, batch 16, a tail of 56 polynomials took 248 us
-// forward, against 258 at 3; session 22)
+// (kTailBlocksPerSm resident blocks per SM, tuning.h)
 bool ntt_stream_tail(bool inverse, bool launch, const uint32_t* src, uint32_t* dst, int64_t item0,
                      int64_t items, int64_t batch, const Tables& t, int64_t free_sms,
                      cudaStream_t stream) {
-  return inverse ? stream_tail<true, 4>(launch, src, dst, item0, items, batch, t, free_sms, stream)
-                 : stream_tail<false, 4>(launch, src, dst, item0, items, batch, t, free_sms, stream);
+  return inverse ? stream_tail<true, kTailBlocksPerSm>(launch, src, dst, item0, items, batch, t, free_sms, stream)
+                 : stream_tail<false, kTailBlocksPerSm>(launch, src, dst, item0, items, batch, t, free_sms, stream);
 }
 
 void launch_ntt_phase(bool inverse, bool columns, int p, bool lazy, const uint32_t* src,
@@ -819,44 +692,15 @@ void launch_ntt_phase(bool inverse, bool columns, int p, bool lazy, const uint32
 }  // namespace ntt_cuda
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardLiftCuda, NttForwardLiftCudaImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Ret<ffi::Buffer<ffi::U32>>()
-                                  .Attr<bool>("lazy"),
+                              bind_ntt_lift(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
                               {ffi::Traits::kCmdBufferCompatible});
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(NttForwardCuda, NttForwardCudaImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Ret<ffi::Buffer<ffi::U32>>()
-                                  .Attr<bool>("lazy")
-                                  .Attr<ffi::Span<const int32_t>>("row_groups"),
+                              bind_ntt_forward(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
                               {ffi::Traits::kCmdBufferCompatible});
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(NttInverseCuda, NttInverseCudaImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Arg<ffi::Buffer<ffi::S32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()
-                                  .Ret<ffi::Buffer<ffi::U32>>()
-                                  .Attr<bool>("lazy"),
+                              bind_ntt_inverse(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
                               {ffi::Traits::kCmdBufferCompatible});
 
 }  // namespace jax_fhe

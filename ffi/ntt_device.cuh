@@ -1,6 +1,7 @@
-// Device code shared by the CUDA NTT kernels (ntt_cuda.cu: two-phase kernels and the FFI
-// handlers; ntt_cluster_cuda.cu: the sm_90 single-pass cluster kernel). Kept in two translation
-// units so that the build compiles them in parallel.
+// Device code shared by the CUDA NTT kernels (ntt_cuda.cu: the two-phase and one-block kernels,
+// the tail and the FFI handlers; ntt_cluster_dispatch.cu and its headers: the sm_90 single-pass
+// cluster kernel; key_product_cuda.cu: the key product fused with a rows phase). Design:
+// docs/kernels.md.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,10 +11,10 @@
 #include "common.h"
 #include "modarith.h"
 #include "ntt_args.h"
+#include "tuning.h"
 
 namespace jax_fhe {
 namespace ntt_cuda {
-
 
 constexpr int R = 8;        // elements per thread in the two-phase kernels (radix-8 rounds)
 
@@ -24,9 +25,6 @@ struct Tables {
   const uint32_t* tw_shoup;
   const uint32_t* scale;        // N^-1 (inverse only)
   const uint32_t* scale_shoup;
-  // forward, N = 2^16: the context's psi_rows (the cluster kernel's row tables, in its
-  // shared-memory order), or nullptr: the cluster kernel then gathers them from tw, tw_shoup
-  const uint32_t* tw_rows;
   int limbs;
   int log_n;
   // the launch covers limbs [limb0, limb0 + limb_count) of batch entries [batch0, ...):
@@ -257,17 +255,10 @@ struct NoHook {
 // The two-phase transform's tiles (ntt_cuda.cu runs them; key_product_cuda.cu fuses the rows
 // phase with the key product). Geometry and semantics: ntt_cuda.cu's header comment.
 
-// Phase-1 tile width: columns of n1 rows per tile, so that a warp moves 64-byte row segments. At
-// P = 4 and N = 2^16 the tile is 64 KB (dynamic shared memory) and the block 512 threads. H200,
-// L = 48, batch 16: with 8 columns (32-byte segments, 32 KB) the forward columns kernel took
-// 152.7 us and kept the memory pipeline 88% busy with DRAM at 52% (ncu); with 16, 138.3 us
-// (inverse 139.9 against 166.4). The streamed kernel asks for 8 at P = 4, so that its block has
-// 256 threads in both phases.
-constexpr int kColumnsPerTile = 16;
-
 // Phase "columns": stages 0..K1-1 (forward) or their inverse, plus the N^-1 scaling. One tile
-// (kCols columns of one group of P polynomials); the kernels below and the streamed kernel
-// (ntt_stream_kernel) run it.
+// (kCols columns of one group of P polynomials: kColumnsPerTile, tuning.h, at P = 4 and N = 2^16
+// a 64 KB tile of 512 threads); the kernels below and the streamed kernel (ntt_stream_kernel)
+// run it, the latter with 8 columns so that its block has 256 threads in both phases.
 template <int K1, int P, int COLS = kColumnsPerTile>
 struct ColsGeometry {
   static constexpr int kCols = COLS;
@@ -471,10 +462,9 @@ __device__ __forceinline__ void rows_tile(const uint32_t* src, uint32_t* dst,  /
 }
 
 
-// The single-pass cluster kernel (ntt_cluster_cuda.cu; by default for N = 2^16 launches of at
-// least 128 polynomials on sm_90+, JAX_FHE_NTT_CLUSTER overrides): whether it was launched. False
-// where it is not selected or the device, size or prime width does not allow it; the caller then
-// runs the two-phase kernels.
+// The single-pass cluster kernel (ntt_cluster_dispatch.cu; for N = 2^16 launches of at least
+// kClusterMinPolys polynomials with primes below 2^30 on sm_90+): whether it was launched. False
+// where it does not apply or cannot launch; the caller then runs the two-phase kernels.
 bool run_ntt_cluster(cudaStream_t stream, const PolyShape& s, const uint32_t* src, uint32_t* dst,
                      const Tables& t, bool inverse, bool lazy);
 

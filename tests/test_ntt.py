@@ -185,7 +185,7 @@ def test_handler_rejects_bad_row_groups(device, put):
     rows = np.array([0, 1, 0], np.int32)
 
     def run(groups):
-        jax.block_until_ready(call(x, rows, ctx.moduli, ctx.psi, ctx.psi_shoup, ctx.psi_rows, lazy=True,
+        jax.block_until_ready(call(x, rows, ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=True,
                                    row_groups=np.asarray(groups, np.int32)))
 
     run([0, 2, -1, -1, 1, -1, -1, -1])  # valid
@@ -263,17 +263,12 @@ def test_handler_rejects_mismatched_tables_directly():
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype))
     with pytest.raises(Exception, match="twiddles"):  # awaited: GPU errors surface there
         jax.block_until_ready(
-            call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi[:, : n // 2], ctx.psi_shoup, ctx.psi_rows,
+            call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi[:, : n // 2], ctx.psi_shoup,
                  lazy=True, row_groups=np.zeros(0, np.int32)))
-    for bad_rows in (ctx.psi[:, :5], jnp.zeros((2 * n, 2), jnp.uint32)):  # a wrong count; transposed
-        with pytest.raises(Exception, match="row tables"):
-            jax.block_until_ready(
-                call(x, np.arange(2, dtype=np.int32), ctx.moduli, ctx.psi, ctx.psi_shoup, bad_rows,
-                     lazy=True, row_groups=np.zeros(0, np.int32)))
     cpu = jax.devices("cpu")[0]  # only the CPU handler can read the row indices (host memory)
     with pytest.raises(Exception, match="row index out of range"):
         jax.block_until_ready(call(jax.device_put(x, cpu), np.array([0, 5], np.int32),
-                                   *jax.device_put((ctx.moduli, ctx.psi, ctx.psi_shoup, ctx.psi_rows), cpu), lazy=True,
+                                   *jax.device_put((ctx.moduli, ctx.psi, ctx.psi_shoup), cpu), lazy=True,
                                    row_groups=np.zeros(0, np.int32)))
 
 
@@ -283,8 +278,7 @@ def test_ntt_lift_equals_ntt_of_residues(log_n, batch, primes, device, put, rng)
     """ntt_lift(x) == ntt(x mod q_l per limb) bit for bit, for digits up to +-(2^17) and the
     extremes -(q_min - 1), q_min - 1: the one-block GPU kernel lifts on load (N <= 4096, 30-bit
     primes, P = 1, 2), other shapes lift in a separate pass (at N = 2^16, batch 22: 132
-    polynomials, on sm_90 the cluster kernel with the context's row tables); jit and vmap
-    included."""
+    polynomials, on sm_90 the cluster kernel); jit and vmap included."""
     n = 1 << log_n
     ps = PRIME_SETS[primes](n)
     ctx = put(rns.make_context(ps, n))

@@ -91,27 +91,3 @@ def test_context_tables_are_consistent():
         assert int(ctx.psi_shoup[t, 5]) == (int(ctx.psi[t, 5]) << 32) // q
         assert int(ctx.n_inv[t]) * n % q == 1
         assert (int(ctx.neg_qinv[t]) * q) % 2**32 == 2**32 - 1
-    assert ctx.psi_rows.shape == (2, 0)  # the row tables exist at N = 2^16 only
-
-
-def _row_slot(t, m):
-    """The cluster kernel's pair slot of row-phase local stage t, group m (tw_row_slot)."""
-    if t <= 4:
-        return (1 << t) + m
-    s, low = m >> (t - 4), m & ((1 << (t - 4)) - 1)
-    return (1 << t) + 32 * (low >> 1) + 2 * s + (low & 1)
-
-
-def test_context_row_tables_hold_each_rows_twiddles_in_slot_order():
-    """psi_rows at N = 2^16: row r's pair slot of (local stage t, group m) holds the twiddle of
-    global stage 8 + t, group 2^t r + m, and its Shoup companion; slot 0 is zero."""
-    n = 1 << 16
-    ctx = rns.make_context(rns.ntt_primes(30, 1, n), n)
-    rows = np.asarray(ctx.psi_rows).reshape(1, 256, 256, 2)
-    psi, psi_shoup = np.asarray(ctx.psi)[0], np.asarray(ctx.psi_shoup)[0]
-    for r in (0, 1, 77, 255):
-        assert not rows[0, r, 0].any()
-        for t in range(8):
-            for m in range(1 << t):
-                k = (1 << (8 + t)) + (r << t) + m
-                assert tuple(rows[0, r, _row_slot(t, m)]) == (psi[k], psi_shoup[k]), (r, t, m)

@@ -10,6 +10,10 @@
 # An entry ending in .tar.xz stands for every .so in that archive (the carry limit, 64 MiB, holds
 # four builds; an xz archive of similar builds about two more each: session 29 carried seven in 28 MB):
 #   tar cJf bench_out/pack.tar.xz -C bench_out a.so b.so c.so
+# An entry that is a folder holds a whole package (DIR/jax_fhe, its Python and its module), for a
+# build whose Python differs from this tree's (its FFI operands changed): the command runs with
+# DIR first on PYTHONPATH instead, e.g. a copy of main's jax_fhe/ with main's module:
+#   bash scripts/gpu_prebuilt.sh bash scripts/ab_kernels.sh bench_out/main_pkg 2 bash scripts/ntt_variants.sh ""
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bases=$1 rounds=$2
@@ -29,9 +33,12 @@ keep=$(mktemp)
 cp "$so" "$keep"
 for r in $(seq "$rounds"); do
   for b in new $list; do
-    if [ "$b" = new ]; then v=new; cp "$keep" "$so"; else v=$(basename "$b" .so); cp "$b" "$so"; fi
+    pp=${PYTHONPATH:-}
+    if [ "$b" = new ]; then v=new; cp "$keep" "$so"
+    elif [ -d "$b" ]; then v=$(basename "$b"); cp "$keep" "$so"; pp="$(cd "$b" && pwd)${pp:+:$pp}"
+    else v=$(basename "$b" .so); cp "$b" "$so"; fi
     echo "##### round $r: $v"
-    AB_BUILD=$v AB_ROUND=$r "$@"  # the command can name its logs after them
+    PYTHONPATH=$pp AB_BUILD=$v AB_ROUND=$r "$@"  # the command can name its logs after them
   done
 done
 cp "$keep" "$so"

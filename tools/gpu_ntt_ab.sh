@@ -2,8 +2,7 @@
 # The NTT built several ways and run under several settings, measured in one device call.
 # - $AB_VARIANTS: ";"-separated CUDA-flags variants (give a harmless define such as
 #   -DAB_DEFAULT for the default build: an empty last field is dropped); each is a rebuild.
-# - $AB_ENVS: ";"-separated runtime settings for each build, e.g.
-#   "JAX_FHE_NTT_CLUSTER=0;JAX_FHE_NTT_CLUSTER=1" (default: none).
+# - $AB_ENVS: ";"-separated runtime settings (VAR=value) for each build (default: none).
 # - $AB_WIDTHS (default 30), $AB_BATCHES (default 1,16): the N = 2^16, L = 48 runs; PIR's ring
 #   (N = 4096, L = 3) runs once per build unless AB_PIR=0.
 # Then the GPU NTT tests on the last build (SKIP_TESTS=1 skips). Output streams line by line

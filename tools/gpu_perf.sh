@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# One device call for performance work: build (sm_90a) + the kernel tests, then the NTT with and
-# without the cluster kernel (NTT_CLUSTER_SWEEP, NTT_P_SWEEP, NTT_CHUNK_SWEEP), BConv with 4/2/1
-# coefficients per thread (BCONV_VEC_SWEEP), with GPU clocks and power logged alongside to tell
-# throttling from kernel time, the packing GEMM benchmark, the CKKS benchmark and, if present,
+# One device call for performance work: build (sm_90a) + the kernel tests, then the NTT and
+# BConv, with GPU clocks and power logged alongside to tell throttling from kernel time, the packing GEMM benchmark, the CKKS benchmark and, if present,
 # the PIR stage profile. Each part can be skipped (SKIP_NTT, SKIP_BCONV, SKIP_MODGEMM,
 # SKIP_CKKS, SKIP_PIR=1).
 # Logs under $OUT.   bash tools/gpu_perf.sh [pytest-args for the kernel tests]
@@ -15,28 +13,13 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
   --format=csv -lms 200 > "$OUT/smi.csv" 2>&1 &
 SMI=$!
 if [ "${SKIP_NTT:-0}" != "1" ]; then
-  # sweeps: single-pass cluster kernel or two-phase; for the latter, polynomials per thread (P)
-  # and L2-sized chunk bytes ("default" = the handler's choice)
-  # and L2-sized chunk bytes ("default" = the handler's choice), and the register budget hint
-  # of the N = 2^16 two-phase kernels (JAX_FHE_NTT_MIN_BLOCKS, 0 = none), and the streamed
-  # kernel (NTT_STREAM_SWEEP: 0 = off, 1 = on, or a chunk size in bytes)
-  for cl in ${NTT_CLUSTER_SWEEP:-0 1}; do
-  for c in ${NTT_CHUNK_SWEEP:-default}; do
-  for p in ${NTT_P_SWEEP:-4}; do
-  for mb in ${NTT_MINB_SWEEP:-2}; do
-  for st in ${NTT_STREAM_SWEEP:-0}; do
-    echo "== NTT, JAX_FHE_NTT_CLUSTER=$cl JAX_FHE_NTT_MAX_P=$p JAX_FHE_NTT_CHUNK_BYTES=$c JAX_FHE_NTT_MIN_BLOCKS=$mb JAX_FHE_NTT_STREAM=$st"
-    ( [ "$c" != default ] && export JAX_FHE_NTT_CHUNK_BYTES=$c
-      [ "$st" != 0 ] && export JAX_FHE_NTT_STREAM=1 && [ "$st" != 1 ] && export JAX_FHE_NTT_STREAM_CHUNK_BYTES=$st
-      JAX_FHE_NTT_MIN_BLOCKS=$mb JAX_FHE_NTT_CLUSTER=$cl JAX_FHE_NTT_MAX_P=$p timeout 120 $B --kernels ntt --limbs ${NTT_LIMBS:-48} \
-        --batches ${NTT_BATCHES:-1,4,16} 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth" )
-  done; done; done; done; done
+  echo "== NTT"
+  timeout 120 $B --kernels ntt --limbs ${NTT_LIMBS:-48} --batches ${NTT_BATCHES:-1,4,16} 2>&1 \
+    | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth"
 fi
 if [ "${SKIP_BCONV:-0}" != "1" ]; then
-  for v in ${BCONV_VEC_SWEEP:-4 2}; do
-    echo "== BConv, JAX_FHE_BCONV_VEC=$v"
-    JAX_FHE_BCONV_VEC=$v timeout 120 $B --kernels bconv --batches 4,16 --bconv-out 48 2>&1 | grep -E "^bconv30|^bconv31"
-  done
+  echo "== BConv"
+  timeout 120 $B --kernels bconv --batches 4,16 --bconv-out 48 2>&1 | grep -E "^bconv30|^bconv31"
 fi
 if [ "${SKIP_MODGEMM:-0}" != "1" ] && [ -f benchmarks/bench_modgemm.py ]; then
   echo "== PIR packing GEMM (fused FFI kernel vs XLA)"

@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # One device call that validates on the GPU the code written without one, then measures it:
 #   1. build (sm_90a) and the GPU variants of the tests that cover the new kernels
-#      (VALIDATE_TESTS; default: NTT incl. ntt_lift, the key inner product, the CPU-vs-GPU NTT variants incl. the
-#      streamed kernel, RLWE-PIR, PIR protocols; -m "gpu and not slow");
+#      (VALIDATE_TESTS; default: NTT incl. ntt_lift, the key inner product, the CPU-vs-GPU NTT
+#      paths, RLWE-PIR, PIR protocols; -m "gpu and not slow");
 #   2. the PIR stage profile at 16 GiB, batches 32 and 1 (SKIP_PIR=1 skips; PIR_PROFILE_ARGS);
-#   3. the NTT at L = 48 with and without the streamed kernel (SKIP_NTT=1 skips;
-#      NTT_STREAM_SWEEP: 0 = off, 1 = on, or a chunk size in bytes);
+#   3. the NTT at L = 48 (SKIP_NTT=1 skips);
 #   3b. NTT, INTT and the lifted NTT at N = 4096, L = 3 (PIR's ring; SKIP_PIR_NTT=1 skips);
 #   4. BConv 12 -> 48 at batches 4 and 16 with each kernel's traced device time (SKIP_BCONV=1);
 #   5. the CKKS benchmark with the GPU kernels of each key switch (SKIP_CKKS=1 skips).
@@ -28,12 +27,9 @@ if [ "${SKIP_PIR:-0}" != "1" ]; then
     --out "$OUT/pir.json" 2>&1 | tee "$OUT/pir.log" | grep -v "^$\|bfc_allocator" | tail -24
 fi
 if [ "${SKIP_NTT:-0}" != "1" ]; then
-  for st in ${NTT_STREAM_SWEEP:-0 1 25165824}; do
-    echo "== NTT, JAX_FHE_NTT_STREAM=$st"
-    ( [ "$st" != 0 ] && export JAX_FHE_NTT_STREAM=1 && [ "$st" != 1 ] && export JAX_FHE_NTT_STREAM_CHUNK_BYTES=$st
-      timeout 90 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt --limbs 48 \
-        --batches ${NTT_BATCHES:-1,16} --trace /tmp/ntt_trace_$st 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth|trace:" )
-  done
+  echo "== NTT"
+  timeout 90 python3 benchmarks/bench_kernels.py --backend gpu --kernels ntt --limbs 48 \
+    --batches ${NTT_BATCHES:-1,16} --trace /tmp/ntt_trace 2>&1 | grep -E "^(ntt|intt)30 +[0-9]|copy bandwidth|trace:"
 fi
 if [ "${SKIP_PIR_NTT:-0}" != "1" ]; then
   echo "== N = 4096, L = 3 (the PIR ring): NTT, INTT and the lifted NTT of gadget digits"

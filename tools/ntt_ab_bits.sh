@@ -11,14 +11,15 @@
 #   run(command="BASE=bench_out/main23b.so bash scripts/gpu_prebuilt.sh bash scripts/ntt_ab_bits.sh",
 #       carry=["jax_fhe/_kernels.cpython-312-x86_64-linux-gnu.so", "bench_out/main23b.so"])
 # with BASE=bench_out/<baseline>.so (required: a missing baseline would compare the candidate
-# with itself). AB="a.so,b.so" times more builds against the candidate (bits: BASE only).
+# with itself), or a folder holding a whole package for a build whose Python differs from this
+# tree's (BASE=bench_out/main_pkg: main's jax_fhe/ with main's module; scripts/ab_kernels.sh). AB="a.so,b.so" times more builds against the candidate (bits: BASE only).
 # Arguments, if any, are further runtime variants for every build (ntt_variants.sh settings,
-# e.g. "JAX_FHE_NTT_TAIL=0"); their logs end in v2, v3, ...
+# VAR=value settings); their logs end in v2, v3, ...
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 BASE=${BASE:?set BASE to the baseline build, e.g. BASE=bench_out/main.so}
-[ -f "$BASE" ] || { echo "baseline $BASE not found (carry it)" >&2; exit 2; }
+[ -e "$BASE" ] || { echo "baseline $BASE not found (carry it)" >&2; exit 2; }
 OUT="$OUT" BASE="$BASE" bash scripts/ntt_bits_each.sh new  # (bits_ref.txt, bits_new.txt)
 NTT_BATCHES=${NTT_BATCHES:-16} bash scripts/ab_kernels.sh "${AB:-$BASE}" "${ROUNDS:-3}" bash scripts/ntt_variants.sh "" "$@" > "$OUT/ab.txt" 2>&1
 cd "$OUT" && grep -h "copy bandwidth" ntt_*.log | head -1

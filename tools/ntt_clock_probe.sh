@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the device machine: SM clock, power and throttle reasons sampled by nvidia-smi while
-# scripts/ntt_clock_probe.py runs the NTT back to back. Arguments: as the .py's; env as usual
-# (e.g. JAX_FHE_NTT_TAIL=0). Prints the samples' summary.
+# scripts/ntt_clock_probe.py runs the NTT back to back. Arguments: as the .py's. Prints the
+# samples' summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 log=$(mktemp)

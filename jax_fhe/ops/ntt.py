@@ -57,8 +57,8 @@ def ntt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     rows = ctx.rows_for(x.shape[-2], rows)
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype),
                             vmap_method="expand_dims")
-    return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, ctx.psi_rows,
-                lazy=lazy_butterflies(ctx, rows), row_groups=row_groups(rows))
+    return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=lazy_butterflies(ctx, rows),
+                row_groups=row_groups(rows))
 
 
 def ntt_lift(x, ctx, limbs: int | None = None, rows: Sequence[int] | None = None) -> jax.Array:
@@ -88,7 +88,7 @@ def ntt_lift(x, ctx, limbs: int | None = None, rows: Sequence[int] | None = None
             raise ValueError(f"ntt_lift: limbs={limbs} but {len(rows)} rows were given")
     out = jax.ShapeDtypeStruct(x.shape[:-1] + (len(rows), x.shape[-1]), jnp.uint32)
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward_lift", out, vmap_method="expand_dims")
-    return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, ctx.psi_rows, lazy=lazy_butterflies(ctx, rows))
+    return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=lazy_butterflies(ctx, rows))
 
 
 def intt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:

@@ -48,12 +48,6 @@ class RNSContext:
       r2:          uint32[T]     2^64 mod q (leaves Montgomery form after a Montgomery product)
       psi:         uint32[T, N]  psi^brev(k): forward twiddles (psi a primitive 2N-th root)
       psi_shoup:   uint32[T, N]
-      psi_rows:    uint32[T, 2N] at N = 2^16, else uint32[T, 0]: psi[256:] and psi_shoup[256:]
-                   interleaved (and a zero pair per 256) in the order the GPU's single-pass
-                   forward NTT holds its row phase's twiddles (ntt_row_tables), so that it
-                   loads them in one copy per limb change. Derived from psi: contexts come
-                   from make_context (a psi_rows that does not match psi gives wrong GPU
-                   results at N = 2^16).
       ipsi:        uint32[T, N]  psi^-brev(k): inverse twiddles
       ipsi_shoup:  uint32[T, N]
       n_inv:       uint32[T]     N^-1 mod q
@@ -66,7 +60,6 @@ class RNSContext:
     r2: jax.Array
     psi: jax.Array
     psi_shoup: jax.Array
-    psi_rows: jax.Array
     ipsi: jax.Array
     ipsi_shoup: jax.Array
     n_inv: jax.Array
@@ -101,42 +94,6 @@ class RNSContext:
         return tuple(self.primes[r] for r in rows)
 
 
-# The GPU's single-pass forward NTT at N = 2^16 (ffi/ntt_cluster_cuda.cu) splits the
-# transform into 256 x 256: its row phase runs local stages t = 0..7 (global stages 8 + t) of
-# each row r, whose twiddle for group m is psi[2^(8 + t) + 2^t r + m]. It holds a row's 255
-# (w, w') pairs at "pair slots" p = 1..255 (the kernel's tw_row_slot; slot 0 unused): slot
-# 2^t + m for t <= 4, and for t >= 5 the pair of thread s (m = 2^(t - 4) s + 2 i + b) at slot
-# 2^t + 32 i + 2 s + b, so that a quarter warp's 16-byte loads are consecutive.
-ROW_TABLE_LOG_N = 16
-
-
-def _row_table_indices() -> np.ndarray:
-    """int64[256, 256]: the psi index of row r's pair slot p (0 for the unused slot 0)."""
-    p = np.arange(1, 256)
-    t = np.floor(np.log2(p)).astype(np.int64)
-    m = p - (1 << t)
-    wide = t > 4  # undo the slot permutation of the last three local stages
-    i, s, b = m >> 5, (m & 31) >> 1, m & 1
-    m = np.where(wide, (s << np.maximum(t - 4, 0)) + 2 * i + b, m)
-    r = np.arange(256)[:, None]
-    idx = np.zeros((256, 256), np.int64)
-    idx[:, 1:] = (1 << (8 + t)) + (r << t) + m
-    return idx
-
-
-def ntt_row_tables(psi: np.ndarray, psi_shoup: np.ndarray) -> np.ndarray:
-    """The context's ``psi_rows`` from its forward twiddles ``psi``, ``psi_shoup`` (uint32[T, N]):
-    uint32[T, 2N] at N = 2^16 (row r's slot p at 512 r + 2 p: the twiddle, then its companion),
-    uint32[T, 0] otherwise."""
-    n = psi.shape[-1]
-    if n != 1 << ROW_TABLE_LOG_N:
-        return np.zeros((psi.shape[0], 0), np.uint32)
-    idx = _row_table_indices()
-    out = np.stack([psi[:, idx], psi_shoup[:, idx]], axis=-1)  # [T, 256, 256, 2]
-    out[:, :, 0, :] = 0
-    return out.reshape(psi.shape[0], 2 * n)
-
-
 def make_context(primes: Sequence[int], n: int) -> RNSContext:
     """Build the tables for ``primes`` (each NTT-friendly for ``n``) on the default device."""
     check_ring_degree(n)
@@ -169,7 +126,6 @@ def make_context(primes: Sequence[int], n: int) -> RNSContext:
         r2=device_u32(r2),
         psi=device_u32(tabs["psi"]),
         psi_shoup=device_u32(tabs["psi_shoup"]),
-        psi_rows=device_u32(ntt_row_tables(tabs["psi"], tabs["psi_shoup"])),
         ipsi=device_u32(tabs["ipsi"]),
         ipsi_shoup=device_u32(tabs["ipsi_shoup"]),
         n_inv=device_u32(n_inv),
