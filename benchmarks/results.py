@@ -32,7 +32,7 @@ import subprocess
 import time
 
 RESULTS_DIR = pathlib.Path(__file__).resolve().parent / "results"
-AREAS = ("kernels", "ckks", "keyswitch", "pir")
+AREAS = ("kernels", "ckks", "keyswitch", "bootstrap", "pir")
 UNITS = ("us", "ms")
 REQUIRED = ("key", "operation", "parameters", "device", "date", "commit", "unit")
 #: fields a measurement does not produce, carried over from the entry it replaces

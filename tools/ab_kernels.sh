@@ -13,7 +13,7 @@
 # An entry that is a folder holds a whole package (DIR/jax_fhe, its Python and its module), for a
 # build whose Python differs from this tree's (its FFI operands changed): the command runs with
 # DIR first on PYTHONPATH instead, e.g. a copy of main's jax_fhe/ with main's module:
-#   bash scripts/gpu_prebuilt.sh bash scripts/ab_kernels.sh bench_out/main_pkg 2 bash scripts/ntt_variants.sh ""
+#   bash scripts/gpu_prebuilt.sh bash tools/ab_kernels.sh bench_out/main_pkg 2 bash tools/ntt_variants.sh ""
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bases=$1 rounds=$2

@@ -1,6 +1,6 @@
 """On the device machine: run the N = 2^16, L = 48 NTT (or INTT) back to back for a few seconds,
-for sampling the SM clock and power with nvidia-smi alongside (scripts/ntt_clock_probe.sh).
-    python3 scripts/ntt_clock_probe.py [ntt|intt] [batch] [seconds]"""
+for sampling the SM clock and power with nvidia-smi alongside (tools/ntt_clock_probe.sh).
+    python3 tools/ntt_clock_probe.py [ntt|intt] [batch] [seconds]"""
 import sys
 import time
 

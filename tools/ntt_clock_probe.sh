@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the device machine: SM clock, power and throttle reasons sampled by nvidia-smi while
-# scripts/ntt_clock_probe.py runs the NTT back to back. Arguments: as the .py's. Prints the
+# tools/ntt_clock_probe.py runs the NTT back to back. Arguments: as the .py's. Prints the
 # samples' summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -8,7 +8,7 @@ log=$(mktemp)
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
   --format=csv,noheader,nounits -lms 100 > "$log" &
 smi=$!
-python3 scripts/ntt_clock_probe.py "$@"
+python3 tools/ntt_clock_probe.py "$@"
 kill $smi
 python3 - "$log" <<'PY'
 import sys, collections

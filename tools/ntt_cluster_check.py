@@ -2,8 +2,8 @@
 reference semantics, which test_ntt.py checks against the Python-integer reference), plus the
 round trip, run as a script on the GPU machine:
 
-    python tests/ntt_cluster_check.py                         every shape, GPU against CPU
-    python tests/ntt_cluster_check.py --save FILE [--against REF]
+    python tools/ntt_cluster_check.py                         every shape, GPU against CPU
+    python tools/ntt_cluster_check.py --save FILE [--against REF]
 
 The second form compares builds of the kernels module (it uses the public API only, so it runs
 under any build): one process over four of the shapes (L = 48 at batch 16, uneven ranges, a new
@@ -67,7 +67,7 @@ def run_child(shapes, path, cpu):
     GPU's NTT, INTT(NTT) and INTT, and with `cpu` their mismatch counts against the CPU)."""
     import json
     # run from a neutral folder, with this one last on the path: a package named on PYTHONPATH
-    # (another build's, as scripts/ntt_bits_each.sh passes) wins over this tree's
+    # (another build's, as tools/ntt_bits_each.sh passes) wins over this tree's
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), os.getcwd()) if p)
     r = subprocess.run([sys.executable, "-c", f"SHAPES = {shapes!r}\nCPU = {cpu!r}\n" + CHILD, os.path.abspath(path)],

@@ -2,7 +2,7 @@
 # On the device machine: Nsight Compute's view of one launch of an NTT kernel (N = 2^16, L = 48,
 # batch NCU_BATCH, default 16, from bench_kernels.py): warp states, speed of light and the
 # per-instruction stall samples (SASS), as CSV files under $OUT next to the report.
-#   bash scripts/gpu_prebuilt.sh bash scripts/ntt_ncu.sh "ntt_split_kernel<false>"
+#   bash scripts/gpu_prebuilt.sh bash tools/ntt_ncu.sh "ntt_split_kernel<false>"
 # (ncu fixes the clocks at base while it measures: read its stall shares, not its durations.)
 set -uo pipefail
 cd "$(dirname "$0")/.."

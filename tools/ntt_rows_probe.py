@@ -1,7 +1,7 @@
 """Device time of the N = 2^16 NTT / INTT at L = 48, batch 16, with every limb on its own prime
 (48 twiddle tables) against limbs alternating between two primes (two tables, hot in L2): the
 difference is what reading the tables from HBM costs the cluster kernel's reloads. On the device
-machine: bash scripts/gpu_prebuilt.sh python3 scripts/ntt_rows_probe.py"""
+machine: bash scripts/gpu_prebuilt.sh python3 tools/ntt_rows_probe.py"""
 import sys
 import tempfile
 

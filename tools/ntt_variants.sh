@@ -2,9 +2,9 @@
 # On the device machine (after scripts/prebuilt_env.sh or an install): the N = 2^16 NTT and INTT
 # at L = 48 (bench_kernels.py, 30-bit primes) under runtime variants; per-kernel device time from
 # a trace. One log per variant under $OUT.
-#   bash scripts/gpu_prebuilt.sh bash scripts/ntt_variants.sh "" "XLA_FLAGS=..." ...
+#   bash scripts/gpu_prebuilt.sh bash tools/ntt_variants.sh "" "XLA_FLAGS=..." ...
 # NTT_BATCHES (default 1,16). Each argument is a space-separated list of VAR=value settings
-# ("" = defaults). Under scripts/ab_kernels.sh the logs carry the build and round in their names.
+# ("" = defaults). Under tools/ab_kernels.sh the logs carry the build and round in their names.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"

@@ -3,11 +3,11 @@ the span of its largest backward branch (for the cluster NTT, one half's item lo
 kernel's loop schedule moves with small source changes (docs/kernels.md), so check it before
 spending device time on a build:
 
-    python scripts/sass_loop.py build ffi/ntt_cluster_dispatch.cu /tmp/base        # -> base.sass
-    python scripts/sass_loop.py build /tmp/variant.cu /tmp/cand -DFOO=1
-    python scripts/sass_loop.py stats /tmp/cand.sass ntt_split_kernelILb0E                  # forward
-    python scripts/sass_loop.py compare /tmp/base.sass /tmp/cand.sass ntt_split_kernelILb1E  # inverse
-    python scripts/sass_loop.py kernels /tmp/base.sass /tmp/cand.sass                # every kernel
+    python tools/sass_loop.py build ffi/ntt_cluster_dispatch.cu /tmp/base        # -> base.sass
+    python tools/sass_loop.py build /tmp/variant.cu /tmp/cand -DFOO=1
+    python tools/sass_loop.py stats /tmp/cand.sass ntt_split_kernelILb0E                  # forward
+    python tools/sass_loop.py compare /tmp/base.sass /tmp/cand.sass ntt_split_kernelILb1E  # inverse
+    python tools/sass_loop.py kernels /tmp/base.sass /tmp/cand.sass                # every kernel
 
 SIG picks the kernel by a substring of its mangled name (cluster NTT: ntt_split_kernelILb0E
 forward, ntt_split_kernelILb1E inverse). `stats` prints the loop's instruction count,

@@ -47,8 +47,8 @@ from ..rns.sampling import HostRandom, as_host_random
 from . import dft
 from .mod1 import Mod1Params, eval_mod1
 
-__all__ = ["BootstrapConfig", "BootstrapKeys", "Bootstrapper", "bootstrap", "gen_bootstrap_keys",
-           "make_bootstrapper"]
+__all__ = ["STAGES", "BootstrapConfig", "BootstrapKeys", "Bootstrapper", "bootstrap", "cts_stage",
+           "evalmod_stage", "gen_bootstrap_keys", "make_bootstrapper", "raise_stage", "stc_stage"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,11 +234,7 @@ def gen_bootstrap_keys(ctx: CKKSContext, sk: SecretKey, boot: Bootstrapper, rng:
     return BootstrapKeys(evk=evk, to_sparse=to_sparse, to_dense=to_dense)
 
 
-def bootstrap(ct: Ciphertext, ctx: CKKSContext, boot: Bootstrapper, keys: BootstrapKeys) -> Ciphertext:
-    """Refresh ``ct`` (any level; brought to level 0 first): returns the same message at
-    ``boot.output_level`` and its default scale. Pure and jittable (all arguments are
-    pytrees; jit it with the context, bootstrapper and keys as arguments); ``jax.vmap`` over a
-    batch of ciphertexts gives the same bits as one by one."""
+def _check(ct, boot, keys):
     if not isinstance(boot, Bootstrapper):
         raise TypeError(f"bootstrap: expected a Bootstrapper, got {type(boot).__name__}")
     if not isinstance(keys, BootstrapKeys):
@@ -247,36 +243,62 @@ def bootstrap(ct: Ciphertext, ctx: CKKSContext, boot: Bootstrapper, keys: Bootst
         raise TypeError(f"bootstrap: expected a Ciphertext, got {type(ct).__name__}")
     if ct.slots != boot.slots:
         raise ValueError(f"bootstrap: the bootstrapper is for {boot.slots} slots, the ciphertext packs {ct.slots}")
-    p, cfg, evk = ctx.params, boot.config, keys.evk
-    top, em_level, stc_level, out_level = boot.levels
-    # 1. level 0 at its default scale (StC's constant was built for it), then scale up by 2^k
-    k = _scale_up_bits(p, cfg, boot.slots)
+
+
+def raise_stage(ct: Ciphertext, ctx: CKKSContext, boot: Bootstrapper, keys: BootstrapKeys) -> Ciphertext:
+    """Steps 1-5: level 0, scale up, dense -> sparse, ModRaise, sparse -> dense, trace. Returns
+    the ciphertext at the CtS level whose phase is the scaled message plus q0 I."""
+    _check(ct, boot, keys)
+    p, cfg = ctx.params, boot.config
+    # level 0 at its default scale (StC's constant was built for it), then scale up by 2^k
     ct = ckks.level_down(ct, ctx, 0, scale=p.default_scale(0)) if ct.level else ct
     if not ckks.scales_match(ct.scale, p.default_scale(0), p):
         raise ValueError(f"bootstrap: a level-0 input must be at level 0's default scale "
                          f"2^{math.log2(p.default_scale(0)):.3f}, got 2^{math.log2(ct.scale):.3f}")
-    ct = ckks.mul(ct, 1 << k, ctx, rescale=False)
-    # 2-4. dense -> sparse, ModRaise, sparse -> dense
+    ct = ckks.mul(ct, 1 << _scale_up_bits(p, cfg, boot.slots), ctx, rescale=False)
     ct = ckks.switch_key(ct, keys.to_sparse, ctx, boot.sse_tables)
     ct = ckks.mod_raise(ct, ctx, boot.raise_tables)
     ct = ckks.switch_key(ct, keys.to_dense, ctx)
-    # 5. trace onto the sparse slots' subring
-    for r in _trace_steps(boot.slots, p.n):
-        ct = ckks.add(ct, ckks.rotate(ct, r, ctx, evk), ctx)
-    # 6. CoeffToSlot, then the label of the EvalMod level
-    ct = dft.coeffs_to_slots(ct, boot.cts, ctx, evk)
-    em_scale = p.default_scale(em_level)
-    ct = dataclasses.replace(ct, scale=em_scale)
-    # 7. EvalMod
+    for r in _trace_steps(boot.slots, p.n):  # onto the sparse slots' subring (times N / 2n)
+        ct = ckks.add(ct, ckks.rotate(ct, r, ctx, keys.evk), ctx)
+    return ct
+
+
+def cts_stage(ct: Ciphertext, ctx: CKKSContext, boot: Bootstrapper, keys: BootstrapKeys) -> Ciphertext:
+    """Step 6: CoeffToSlot, then the EvalMod level's scale label."""
+    ct = dft.coeffs_to_slots(ct, boot.cts, ctx, keys.evk)
+    return dataclasses.replace(ct, scale=ctx.params.default_scale(boot.levels[1]))
+
+
+def evalmod_stage(ct: Ciphertext, ctx: CKKSContext, boot: Bootstrapper, keys: BootstrapKeys) -> Ciphertext:
+    """Step 7: EvalMod (full slots: the real and imaginary parts as one batch of two)."""
+    cfg, evk = boot.config, keys.evk
     if boot.packed:
         ct = dft.conj_add(ct, ctx, evk)
-        ct = eval_mod1(ct, cfg.mod1, ctx, evk, scale=boot.em_out_scale)
-    else:
-        re, im = dft.real_imag_split(ct, ctx, evk)
-        both = dataclasses.replace(re, data=jnp.stack([re.data, im.data], axis=-4))
-        both = eval_mod1(both, cfg.mod1, ctx, evk, scale=boot.em_out_scale)
-        re, im = (dataclasses.replace(both, data=both.data[..., i, :, :, :]) for i in (0, 1))
-        ct = ckks.add(re, ckks.mul_i(im, ctx), ctx)
-    # 8. SlotToCoeff, then the output label
-    ct = dft.slots_to_coeffs(ct, boot.stc, ctx, evk)
+        return eval_mod1(ct, cfg.mod1, ctx, evk, scale=boot.em_out_scale)
+    re, im = dft.real_imag_split(ct, ctx, evk)
+    both = dataclasses.replace(re, data=jnp.stack([re.data, im.data], axis=-4))
+    both = eval_mod1(both, cfg.mod1, ctx, evk, scale=boot.em_out_scale)
+    re, im = (dataclasses.replace(both, data=both.data[..., i, :, :, :]) for i in (0, 1))
+    return ckks.add(re, ckks.mul_i(im, ctx), ctx)
+
+
+def stc_stage(ct: Ciphertext, ctx: CKKSContext, boot: Bootstrapper, keys: BootstrapKeys) -> Ciphertext:
+    """Step 8: SlotToCoeff, then the output level's default scale label."""
+    ct = dft.slots_to_coeffs(ct, boot.stc, ctx, keys.evk)
     return dataclasses.replace(ct, scale=boot.out_scale)
+
+
+STAGES = (("raise", raise_stage), ("cts", cts_stage), ("evalmod", evalmod_stage), ("stc", stc_stage))
+
+
+def bootstrap(ct: Ciphertext, ctx: CKKSContext, boot: Bootstrapper, keys: BootstrapKeys) -> Ciphertext:
+    """Refresh ``ct`` (any level; brought to level 0 first, at level 0's default scale): returns
+    the same message at ``boot.output_level`` and its default scale. Pure and jittable (all
+    arguments are pytrees: jit it with the context, bootstrapper and keys as arguments);
+    ``jax.vmap`` over a batch of ciphertexts gives the same bits as one by one. The stages
+    (:data:`STAGES`) can be run and timed apart."""
+    _check(ct, boot, keys)
+    for _, stage in STAGES:
+        ct = stage(ct, ctx, boot, keys)
+    return ct

@@ -4,11 +4,11 @@
 # environment knobs select the variants; on a later build every variant runs the default path),
 # so that the deletions can be checked on an H200. Run on the device machine with main's module
 # carried (scripts/build_device_kernels.sh builds it), e.g.
-#   run(command="bash scripts/gpu_prebuilt.sh bash scripts/ntt_h200_check.sh",
+#   run(command="bash scripts/gpu_prebuilt.sh bash tools/ntt_h200_check.sh",
 #       carry=["jax_fhe/_kernels.cpython-312-x86_64-linux-gnu.so"], needs_h200=true)
 # VARIANTS (optional) picks a subset by name; logs go to $OUT (default bench_out/h200_check).
 # Main's Python can come from a folder holding main's package and module instead of a checkout:
-#   run(command="PYTHONPATH=$PWD/bench_out/main_pkg bash scripts/ntt_h200_check.sh", ...)
+#   run(command="PYTHONPATH=$PWD/bench_out/main_pkg bash tools/ntt_h200_check.sh", ...)
 # (not under gpu_prebuilt.sh, which puts this tree first on PYTHONPATH). All of it takes more
 # than one call's 10 minutes: split it with VARIANTS and SKIP_4096=1.
 # Each variant is one bench_kernels.py process (L = 48, batches 16 and 64, device time by trace);

@@ -1,0 +1,145 @@
+"""CKKS bootstrapping benchmark: latency (median of --runs after warm-up), the stage split
+(raise: scale-up, the two secret switches, ModRaise, trace; CtS; EvalMod; StC), first-call
+compile time, key and plan memory, precision (log2 of the max error over --precision-runs
+bootstraps of uniform re/im in [-1, 1]), and whether XLA captured the program in command
+buffers (CUDA graphs).
+
+    python benchmarks/bench_bootstrap.py                      # n16-boot, full slots (GPU)
+    python benchmarks/bench_bootstrap.py --slots 16384 --runs 10
+    python benchmarks/bench_bootstrap.py --quick              # INSECURE toy-boot-n12 (checks the script)
+
+Prints a table; ``--out FILE`` writes JSON; ``--results`` merges the rows into
+benchmarks/results/bootstrap.json (the results page).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import jax
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from jax_fhe import ckks, circuits  # noqa: E402
+from jax_fhe.rns import HostRandom  # noqa: E402
+import results  # noqa: E402
+from results import entry as result_entry  # noqa: E402
+
+
+def _nbytes(tree) -> int:
+    return sum(int(x.size) * x.dtype.itemsize for x in jax.tree_util.tree_leaves(tree) if hasattr(x, "dtype"))
+
+
+def _median_ms(fn, args, runs: int) -> tuple:
+    out = fn(*args)
+    jax.block_until_ready(out)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        out = fn(*args)
+        jax.block_until_ready(out)
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times), min(times), max(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", default="n16-boot", help="CKKS preset (default n16-boot)")
+    ap.add_argument("--slots", type=int, default=None, help="slots (default: N/2, full)")
+    ap.add_argument("--runs", type=int, default=10, help="timed bootstraps (median)")
+    ap.add_argument("--precision-runs", type=int, default=10, help="bootstraps of fresh random inputs")
+    ap.add_argument("--batch", type=int, default=0, help="also time a vmapped batch of this many")
+    ap.add_argument("--no-stages", action="store_true", help="skip the per-stage split")
+    ap.add_argument("--quick", action="store_true", help="INSECURE toy-boot-n12, few runs")
+    ap.add_argument("--out", default=None, help="write the results as JSON here")
+    results.add_argument(ap, "bootstrap")
+    args = ap.parse_args()
+    if args.quick:
+        args.preset, args.runs, args.precision_runs = "toy-boot-n12", 2, 2
+    dev = jax.devices()[0]
+    params = ckks.preset(args.preset)
+    rng = HostRandom.insecure_deterministic(1)  # benchmark keys only
+    t0 = time.perf_counter()
+    ctx = ckks.make_context(params)
+    keys = ckks.keygen(ctx, rng)
+    boot = circuits.make_bootstrapper(ctx, circuits.BootstrapConfig(slots=args.slots))
+    t1 = time.perf_counter()
+    bk = circuits.gen_bootstrap_keys(ctx, keys.secret, boot, rng, progress=True)
+    jax.block_until_ready(bk)
+    t2 = time.perf_counter()
+    print(f"{params!r}\n{boot!r}\ndevice {dev.device_kind}; context + plans {t1 - t0:.1f} s, keys {t2 - t1:.1f} s "
+          f"({len(bk.evk.rotations)} rotation keys)")
+    mem = {"plans_gib": _nbytes(boot) / 2**30, "keys_gib": _nbytes(bk) / 2**30, "context_gib": _nbytes(ctx) / 2**30}
+    print("memory: plans %.2f GiB, keys %.2f GiB, context %.2f GiB" % tuple(mem.values()))
+
+    n = boot.slots
+    g = np.random.default_rng(0)
+
+    def fresh(seed):
+        z = g.uniform(-1, 1, n) + 1j * g.uniform(-1, 1, n)
+        ct = ckks.encrypt(ckks.encode(z, ctx, level=0), ctx, keys.public, HostRandom.insecure_deterministic(seed))
+        return z, ct
+
+    z, ct = fresh(100)
+    f = jax.jit(circuits.bootstrap)
+    t = time.perf_counter()
+    compiled = f.lower(ct, ctx, boot, bk).compile()
+    compile_s = time.perf_counter() - t
+    hlo = compiled.as_text() or ""
+    cmd_buffers = "command_buffer" in hlo
+    med, lo, hi = _median_ms(compiled, (ct, ctx, boot, bk), args.runs)
+    print(f"bootstrap: median {med:.2f} ms (min {lo:.2f}, max {hi:.2f}) over {args.runs}; first compile "
+          f"{compile_s:.1f} s; command buffers in the compiled HLO: {cmd_buffers}")
+
+    errs = []
+    for i in range(args.precision_runs):
+        z, ct = fresh(200 + i)
+        out = compiled(ct, ctx, boot, bk)
+        got = ckks.decode(ckks.decrypt(out, ctx, keys.secret), ctx)
+        errs.append(float(np.log2(np.abs(got - z).max())))
+    print(f"precision: log2 max error {max(errs):.2f} (worst of {len(errs)}), mean of maxima "
+          f"{np.mean(errs):.2f}; output level {out.level}")
+
+    stages = {}
+    if not args.no_stages:
+        cur = fresh(300)[1]
+        for name, stage in circuits.bootstrapping.STAGES:
+            fs = jax.jit(stage)
+            stages[name] = _median_ms(fs, (cur, ctx, boot, bk), args.runs)[0]
+            cur = fs(cur, ctx, boot, bk)
+        print("stages (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items())
+              + f" (sum {sum(stages.values()):.2f})")
+
+    batched = None
+    if args.batch:
+        zs = g.uniform(-1, 1, (args.batch, n))
+        cts = ckks.encrypt(ckks.encode(zs, ctx, level=0), ctx, keys.public, HostRandom.insecure_deterministic(9))
+        fb = jax.jit(jax.vmap(circuits.bootstrap, in_axes=(0, None, None, None)))
+        bmed = _median_ms(fb, (cts, ctx, boot, bk), max(2, args.runs // 2))[0]
+        batched = {"batch": args.batch, "time": round(bmed / args.batch, 2)}
+        print(f"batch {args.batch}: {bmed:.2f} ms ({bmed / args.batch:.2f} ms per ciphertext)")
+
+    row = dict(preset=args.preset, slots=n, device=dev.device_kind, median_ms=med, min_ms=lo, max_ms=hi,
+               compile_s=compile_s, command_buffers=cmd_buffers, log2_max_error=max(errs),
+               output_level=out.level, stages_ms=stages, memory=mem, batched=batched)
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(row, fh, indent=2)
+    if args.results:
+        e = result_entry(f"bootstrap/{args.preset}/slots={n}", "bootstrap",
+                         f"{args.preset}, {n} slots, output level {out.level}", dev.device_kind, unit="ms",
+                         time=round(med, 2), clock="wall", batched=batched,
+                         notes=(f"log2 max error {max(errs):.1f} over {len(errs)}; stages "
+                                + ", ".join(f"{k} {v:.2f}" for k, v in stages.items())
+                                + f"; compile {compile_s:.0f} s; keys {mem['keys_gib']:.1f} GiB"))
+        results.merge(args.results, "bootstrap", [e])
+        print("merged into", args.results)
+
+
+if __name__ == "__main__":
+    main()
