@@ -55,6 +55,8 @@ def main() -> None:
     ap.add_argument("--precision-runs", type=int, default=10, help="bootstraps of fresh random inputs")
     ap.add_argument("--batch", type=int, default=0, help="also time a vmapped batch of this many")
     ap.add_argument("--no-stages", action="store_true", help="skip the per-stage split")
+    ap.add_argument("--trace", default=None, metavar="DIR",
+                    help="trace one bootstrap (jax.profiler) and print its GPU kernels: span, busy time, top kernels")
     ap.add_argument("--quick", action="store_true", help="INSECURE toy-boot-n12, few runs")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     results.add_argument(ap, "bootstrap")
@@ -95,6 +97,11 @@ def main() -> None:
     med, lo, hi = _median_ms(compiled, (ct, ctx, boot, bk), args.runs)
     print(f"bootstrap: median {med:.2f} ms (min {lo:.2f}, max {hi:.2f}) over {args.runs}; first compile "
           f"{compile_s:.1f} s; command buffers in the compiled HLO: {cmd_buffers}")
+
+    if args.trace:
+        from gpu_trace import print_kernel_summary, trace_kernels
+        totals = trace_kernels(compiled, (ct, ctx, boot, bk), args.trace)
+        print_kernel_summary("one bootstrap", totals, top=25)
 
     errs = []
     for i in range(args.precision_runs):

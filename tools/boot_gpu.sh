@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 timeout ${BOOT_TIMEOUT:-540} python3 benchmarks/bench_bootstrap.py ${SLOTS:+--slots $SLOTS} --runs ${RUNS:-10} \
-  --precision-runs ${PREC_RUNS:-10} --out "$OUT/boot.json" ${BOOT_ARGS:-} 2>&1 | grep -v "rotation keys:" | tee "$OUT/boot.log"
+  --precision-runs ${PREC_RUNS:-10} --out "$OUT/boot${TAG:-}.json" ${BOOT_ARGS:-} 2>&1 | grep -v "rotation keys:" | tee "$OUT/boot${TAG:-}.log"
