@@ -20,12 +20,17 @@ with scale rho_l = ``params.ratio(l)``: the products have scale s rho_l, the sum
 once, and the result is at level l - 1 with the input's scale label s unchanged. The
 transform consumes exactly one level.
 
+**Double hoisting** (Bossuat et al., EUROCRYPT 2021; Cheddar's default). With ``extended``
+plans (the default) the baby rotations never leave the extended basis QP of key switching:
+c1 is decomposed once, each baby step is the key product *without* ModDown
+(:func:`jax_fhe.rlwe.keyswitch.product_extended`) plus P c0, permuted by its automorphism; the
+diagonals, encoded on the special rows too, multiply them there; each giant sum's c1 is
+brought down once (ModDown), switched and permuted back into QP; one ModDown of the total
+ends the transform. Per baby step this saves ModDown's inverse NTT, conversion and forward NTT.
+
 **Plans are pytrees.** :class:`LinearTransform` holds the encoded diagonals as one device array
-``uint32[P, L, N]`` (a leaf) and the BSGS structure as static data: build it once on the host
-with :func:`make_linear_transform` and pass it into jitted functions as an argument.
-:func:`bsgs_inner` (baby rotations + plaintext multiply-accumulate) is the one function to
-replace with a double-hoisted version (accumulation in the extended basis, one ModDown per
-giant step) once the key-switching interface offers it.
+``uint32[P, L (+ alpha_p), N]`` (a leaf) and the BSGS structure as static data: build it once on
+the host with :func:`make_linear_transform` and pass it into jitted functions as an argument.
 """
 from __future__ import annotations
 
@@ -36,11 +41,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import ckks
+from .. import ckks, ops
 from ..ckks import CKKSContext, CKKSParams, Ciphertext, EvalKeys, Plaintext
+from ..rlwe import keyswitch
 
 __all__ = ["LinearTransform", "apply_diagonals", "bsgs_inner", "bsgs_split", "compose",
-           "diagonals", "linear_transform", "make_linear_transform", "matrix", "rotation_steps"]
+           "diagonals", "double_hoisted", "linear_transform", "make_linear_transform", "matrix",
+           "rotation_steps"]
 
 _ENCODE_CHUNK = 8
 
@@ -152,9 +159,10 @@ class LinearTransform:
     """A BSGS plan with its encoded, pre-rotated diagonals (a pytree).
 
     data:   uint32[P, L, N]: plaintext p = rot_{-g}(d_{g+b}) in the NTT domain at ``level``
-            (row order of ``params.rows(level)``), scale ``scale``; one per (g, b).
+            (row order of ``params.rows(level)``), scale ``scale``; one per (g, b). With
+            ``extended``: uint32[P, L + alpha_p, N], the special rows appended (double hoisting).
     Static: ``params``; ``level``; ``scale`` (default rho_level); ``slots`` (n); ``baby`` (B);
-            ``giants``: ((g, ((b, index into data), ...)), ...) in increasing g.
+            ``giants``: ((g, ((b, index into data), ...)), ...) in increasing g; ``extended``.
     """
 
     data: jax.Array
@@ -164,6 +172,7 @@ class LinearTransform:
     slots: int
     baby: int
     giants: tuple
+    extended: bool = True
 
     @property
     def baby_steps(self) -> tuple:
@@ -179,16 +188,17 @@ class LinearTransform:
 
 
 jax.tree_util.register_dataclass(LinearTransform, data_fields=["data"],
-                                 meta_fields=["params", "level", "scale", "slots", "baby", "giants"])
+                                 meta_fields=["params", "level", "scale", "slots", "baby", "giants", "extended"])
 
 
 def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: int | None = None,
-                          scale: float | None = None) -> LinearTransform:
+                          scale: float | None = None, extended: bool = True) -> LinearTransform:
     """Encode the BSGS plan of ``diags`` ({k: complex[n]}, n a power of two <= N/2 slots) for
     ciphertexts at ``level`` (host work: one encoding per diagonal).
 
-    baby:  the baby-step modulus B (default: :func:`bsgs_split`'s choice).
-    scale: the plaintexts' scale (default rho_level: the transform keeps the scale label)."""
+    baby:     the baby-step modulus B (default: :func:`bsgs_split`'s choice).
+    scale:    the plaintexts' scale (default rho_level: the transform keeps the scale label).
+    extended: encode on the special rows too and evaluate double-hoisted (module doc)."""
     if not isinstance(ctx, CKKSContext):
         raise TypeError(f"make_linear_transform: expected a CKKSContext, got {type(ctx).__name__}")
     p = ctx.params
@@ -210,11 +220,12 @@ def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: in
         giants.append((g, tuple(entry)))
     # a few diagonals per encode: the host's int64 residues of all of them at N = 2^16 would
     # take gigabytes
-    chunks = [ckks.encode(np.stack(vals[i:i + _ENCODE_CHUNK]), ctx, level=level, scale=scale).data
-              for i in range(0, len(vals), _ENCODE_CHUNK)]
+    enc = ((lambda v: ckks.encode_extended(v, ctx, level=level, scale=scale)) if extended else
+           (lambda v: ckks.encode(v, ctx, level=level, scale=scale).data))
+    chunks = [enc(np.stack(vals[i:i + _ENCODE_CHUNK])) for i in range(0, len(vals), _ENCODE_CHUNK)]
     data = chunks[0] if len(chunks) == 1 else jnp.concatenate(chunks)
     return LinearTransform(data=data, params=p, level=level, scale=scale, slots=n, baby=b,
-                           giants=tuple(giants))
+                           giants=tuple(giants), extended=bool(extended))
 
 
 def rotation_steps(*plans) -> tuple:
@@ -230,7 +241,53 @@ def rotation_steps(*plans) -> tuple:
 # -- evaluation -------------------------------------------------------------------------------------
 
 def _plaintext(lt: LinearTransform, i: int) -> Plaintext:
-    return Plaintext(data=lt.data[i], level=lt.level, scale=lt.scale, slots=lt.slots, params=lt.params)
+    data = lt.data[i, :len(lt.params.rows(lt.level))] if lt.extended else lt.data[i]
+    return Plaintext(data=data, level=lt.level, scale=lt.scale, slots=lt.slots, params=lt.params)
+
+
+def _rotation_key(evk: EvalKeys, step: int):
+    key = evk.rotations.get(step)
+    if key is None:
+        raise ValueError(f"no rotation key for step {step}; keys exist for steps {sorted(evk.rotations)}")
+    return key
+
+
+def double_hoisted(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: EvalKeys) -> Ciphertext:
+    """M ct before the rescale (at lt.level, scale ct.scale * lt.scale), double-hoisted (module
+    doc): every baby rotation and product stays in the extended basis; one ModDown per giant
+    step's c1, one for the total."""
+    p = ctx.params
+    ring, tables = ctx.ring, ctx.keyswitch_tables(lt.level)
+    ext = keyswitch.extended_rows(tables)
+    c0, c1 = ct.data[..., 0, :, :], ct.data[..., 1, :, :]
+    dec = keyswitch.decompose(c1, ring, tables)
+    pc0 = keyswitch.lift_extended(c0, ring, tables)
+    rots = {}
+    for b in lt.baby_steps:                      # rot_b(ct) * P in QP: (P c0 + u0, u1), permuted
+        if b == 0:
+            rots[0] = jnp.stack([pc0, keyswitch.lift_extended(c1, ring, tables)], axis=-3)
+            continue
+        u = keyswitch.product_extended(c1, dec, _rotation_key(evk, b), ring, tables)
+        u = jnp.stack([ops.add_mod(u[..., 0, :, :], pc0, ring, ext), u[..., 1, :, :]], axis=-3)
+        rots[b] = ops.automorphism_ntt(u, ops.galois_element(b, p.n))
+    total = None
+    for g, entries in lt.giants:
+        acc = None
+        for b, i in entries:                     # sum_b pt_{g,b} rot_b, in QP
+            x = rots[b]
+            w = jnp.broadcast_to(lt.data[i][None], x.shape)
+            term = ops.mul_mod(x, w, ring, ext)
+            acc = term if acc is None else ops.add_mod(acc, term, ring, ext)
+        if g:                                    # rot_g of the sum: c1 down, switched, back in QP
+            y = keyswitch.mod_down(acc[..., 1, :, :], ring, tables)
+            u = keyswitch.product_extended(y, keyswitch.decompose(y, ring, tables), _rotation_key(evk, g),
+                                           ring, tables)
+            u = jnp.stack([ops.add_mod(u[..., 0, :, :], acc[..., 0, :, :], ring, ext), u[..., 1, :, :]],
+                          axis=-3)
+            acc = ops.automorphism_ntt(u, ops.galois_element(g, p.n))
+        total = acc if total is None else ops.add_mod(total, acc, ring, ext)
+    data = keyswitch.mod_down(total, ring, tables)
+    return ct.replace(data=data, scale=ct.scale * lt.scale)
 
 
 def bsgs_inner(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: EvalKeys) -> list:
@@ -277,11 +334,14 @@ def linear_transform(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk:
         ct = dataclasses.replace(ct, slots=lt.slots)
     if ct.level > lt.level:
         ct = ckks.level_down(ct, ctx, lt.level)
-    acc = None
-    for g, part in bsgs_inner(ct, lt, ctx, evk):
-        if g:
-            part = ckks.rotate(part, g, ctx, evk)
-        acc = part if acc is None else ckks.add(acc, part, ctx)
+    if lt.extended:
+        acc = double_hoisted(ct, lt, ctx, evk)
+    else:
+        acc = None
+        for g, part in bsgs_inner(ct, lt, ctx, evk):
+            if g:
+                part = ckks.rotate(part, g, ctx, evk)
+            acc = part if acc is None else ckks.add(acc, part, ctx)
     if not rescale:
         return acc
     out = ckks.rescale(acc, ctx)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -102,6 +103,21 @@ def encode(values, ctx: CKKSContext, *, level: int | None = None, scale: float |
     res = integers_to_residues(coeffs, p.primes(level))
     data = ops.ntt(jnp.asarray(res), ctx.ring, p.rows(level))
     return Plaintext(data=data, level=level, scale=scale, slots=slots, params=p)
+
+
+def encode_extended(values, ctx: CKKSContext, *, level: int, scale: float) -> jax.Array:
+    """The encoding of :func:`encode` on the rows of ``level`` *and* the special rows:
+    uint32[..., L + alpha_p, N] (NTT), for multiplying ciphertexts held in the extended basis QP
+    before ModDown (double-hoisted linear transforms)."""
+    pt = encode(values, ctx, level=level, scale=scale)
+    p = ctx.params
+    z = np.asarray(values)
+    full = np.tile(z.astype(np.complex128), (1,) * (z.ndim - 1) + (p.slots // pt.slots,))
+    coeffs = np.round(embed_inverse(full, p.n) * float(scale))
+    special = p.special_rows
+    res = integers_to_residues(coeffs, [p.all_primes[r] for r in special])
+    extra = ops.ntt(jnp.asarray(res), ctx.ring, special)
+    return jnp.concatenate([pt.data, extra], axis=-2)
 
 
 def decode(pt: Plaintext, ctx: CKKSContext, *, real: bool = False) -> np.ndarray:
