@@ -28,10 +28,10 @@ def _missing_kernels_message(err: ImportError) -> str:
     others = sorted(f for f in os.listdir(here) if f.startswith("_kernels.") and f.endswith(".so"))
     built = f" for this Python (only {', '.join(others)})" if others else ""
     return (f"jax_fhe was imported from its source tree {root}, which has no compiled kernels "
-            f"(jax_fhe._kernels){built}: the source tree shadows the installed package because it comes "
-            "first on sys.path (the current directory or PYTHONPATH). Run from outside the source "
-            "tree (e.g. `cd tests`) after `pip install .`, or build the kernels "
-            "in place with `pip install -e .`.")
+            f"(jax_fhe._kernels){built}: the source tree shadows the installed package because "
+            "it comes first on sys.path (the current directory or PYTHONPATH). Run from outside "
+            "the source tree (e.g. `cd tests`) after `pip install .`, or build the kernels in "
+            "place with `pip install -e .`.")
 
 
 try:
