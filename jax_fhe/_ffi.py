@@ -5,15 +5,39 @@ built with the CUDA kernels. Registration happens once, at import of jax_fhe.
 """
 from __future__ import annotations
 
+import importlib.machinery
+import os
+
 import jax
+
+
+def _missing_kernels_message(err: ImportError) -> str:
+    """Why jax_fhe._kernels did not import, and the fix: most often the source tree shadows the
+    installed package (it is first on sys.path and has no compiled module)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
+    if not (os.path.isfile(os.path.join(root, "pyproject.toml"))
+            and os.path.isdir(os.path.join(root, "ffi"))):
+        return (f"jax_fhe's compiled kernels (jax_fhe._kernels) failed to load from {here}: {err}. "
+                "Reinstall jax_fhe (`pip install .` in its source tree, README.md).")
+    suffixes = importlib.machinery.EXTENSION_SUFFIXES
+    if any(os.path.isfile(os.path.join(here, "_kernels" + sfx)) for sfx in suffixes):
+        return (f"jax_fhe was imported from its source tree {root}, whose compiled kernels failed "
+                f"to load: {err}. Rebuild them in place (`pip install -e .` there) or run from "
+                "outside the source tree to use the installed jax_fhe.")
+    others = sorted(f for f in os.listdir(here) if f.startswith("_kernels.") and f.endswith(".so"))
+    built = f" for this Python (only {', '.join(others)})" if others else ""
+    return (f"jax_fhe was imported from its source tree {root}, which has no compiled kernels "
+            f"(jax_fhe._kernels){built}: the source tree shadows the installed package because "
+            "it comes first on sys.path (the current directory or PYTHONPATH). Run from outside "
+            "the source tree (e.g. `cd tests`) after `pip install .`, or build the kernels in "
+            "place with `pip install -e .`.")
+
 
 try:
     from . import _kernels
-except ImportError as err:  # pragma: no cover - only when the package was not built
-    raise ImportError(
-        "jax_fhe's compiled kernels (jax_fhe._kernels) are missing: install the package with "
-        "`pip install .` (it builds the C++/CUDA extension) rather than using the source tree"
-    ) from err
+except ImportError as err:
+    raise ImportError(_missing_kernels_message(err)) from err
 
 CPU_TARGETS = tuple(_kernels.cpu_targets())
 CUDA_TARGETS = tuple(_kernels.cuda_targets())

@@ -13,7 +13,8 @@ import jax_fhe
 
 def _gpu_skip_reason() -> str | None:
     if not jax_fhe.built_with_cuda():
-        return "jax_fhe was built without its CUDA kernels (no nvcc at build time)"
+        return ("jax_fhe was built without its CUDA kernels (no GPU or no nvcc at build time; "
+                "JAX_FHE_CUDA=ON builds them)")
     if not jax_fhe.gpu_available():
         return "no CUDA device visible to JAX"
     return None
