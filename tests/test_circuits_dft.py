@@ -13,6 +13,9 @@ from jax_fhe.ckks import encoder
 from jax_fhe.circuits import dft
 from jax_fhe.circuits import lintrans as LT
 from jax_fhe.rns import HostRandom
+from ckks_helpers import check_precision as _check
+from ckks_helpers import decrypt_values as _dec
+from ckks_helpers import encrypt_values
 
 FULL, SPARSE = 2048, 64
 
@@ -134,18 +137,7 @@ def env(boot, put):
 
 
 def _enc(z, ctx, keys, seed, level=18):
-    return ckks.encrypt(ckks.encode(z, ctx, level=level), ctx, keys.public,
-                        HostRandom.insecure_deterministic(seed))
-
-
-def _dec(ct, ctx, keys):
-    return ckks.decode(ckks.decrypt(ct, ctx, keys.secret), ctx)
-
-
-def _check(want, got, mean, worst):
-    prec = ckks.precision(want, got)
-    assert prec.mean_bits >= mean and prec.min_bits >= worst, str(prec)
-    return prec
+    return encrypt_values(z, ctx, keys, seed, level)
 
 
 def test_plans(env):

@@ -11,6 +11,9 @@ import pytest
 from jax_fhe import ckks
 from jax_fhe.circuits import lintrans as LT
 from jax_fhe.rns import HostRandom
+from ckks_helpers import check_precision as _check
+from ckks_helpers import decrypt_values as _dec
+from ckks_helpers import encrypt_values
 
 DENSE_N = 16
 BAND = (-3, -2, -1, 0, 1, 2, 3, 17, 1000)
@@ -40,18 +43,7 @@ def env(toy, put):
 
 
 def _enc(z, ctx, keys, seed, level=5):
-    return ckks.encrypt(ckks.encode(z, ctx, level=level), ctx, keys.public,
-                        HostRandom.insecure_deterministic(seed))
-
-
-def _dec(ct, ctx, keys):
-    return ckks.decode(ckks.decrypt(ct, ctx, keys.secret), ctx)
-
-
-def _check(want, got, mean, worst):
-    prec = ckks.precision(want, got)
-    assert prec.mean_bits >= mean and prec.min_bits >= worst, str(prec)
-    return prec
+    return encrypt_values(z, ctx, keys, seed, level)
 
 
 # -- host side ----------------------------------------------------------------------------------

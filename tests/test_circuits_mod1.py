@@ -13,6 +13,7 @@ import pytest
 from jax_fhe import ckks
 from jax_fhe.circuits import mod1 as M
 from jax_fhe.rns import HostRandom
+from ckks_helpers import check_precision as _check
 
 EPS = 2.0**-9
 
@@ -81,19 +82,11 @@ def env(boot, put):
     return put(boot)
 
 
-def _enc(x, ctx, keys, seed, level):
-    return ckks.encrypt(ckks.encode(x, ctx, level=level), ctx, keys.public,
-                        HostRandom.insecure_deterministic(seed))
+from ckks_helpers import encrypt_values as _enc  # noqa: E402
 
 
 def _dec(ct, ctx, keys):
     return ckks.decode(ckks.decrypt(ct, ctx, keys.secret), ctx, real=True)
-
-
-def _check(want, got, mean, worst):
-    prec = ckks.precision(want, got)
-    assert prec.mean_bits >= mean and prec.min_bits >= worst, str(prec)
-    return prec
 
 
 def test_eval_mod1(env, rng):

@@ -13,6 +13,9 @@ import pytest
 from jax_fhe import ckks
 from jax_fhe.circuits import polynomial as P
 from jax_fhe.rns import HostRandom
+from ckks_helpers import check_precision as _check
+from ckks_helpers import decrypt_values as _dec
+from ckks_helpers import encrypt_values
 
 
 @pytest.fixture(scope="module")
@@ -27,19 +30,8 @@ def env(toy, put):
     return put(toy)
 
 
-def _enc(x, ctx, keys, seed, level=6):
-    return ckks.encrypt(ckks.encode(x, ctx, level=level), ctx, keys.public,
-                        HostRandom.insecure_deterministic(seed))
-
-
-def _dec(ct, ctx, keys):
-    return ckks.decode(ckks.decrypt(ct, ctx, keys.secret), ctx)
-
-
-def _check(want, got, mean, worst):
-    prec = ckks.precision(want, got)
-    assert prec.mean_bits >= mean and prec.min_bits >= worst, str(prec)
-    return prec
+def _enc(z, ctx, keys, seed, level=6):
+    return encrypt_values(z, ctx, keys, seed, level)
 
 
 # -- host side ----------------------------------------------------------------------------------

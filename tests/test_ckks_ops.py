@@ -13,6 +13,7 @@ import pytest
 
 from jax_fhe import ckks
 from jax_fhe.rns import HostRandom
+from ckks_helpers import check_precision as _check
 
 STEPS = (1, 2, 3, 7, 100, 1023, -1, -5)
 
@@ -53,12 +54,6 @@ def _enc(z, ctx, keys, seed, *, secret=False, **kw):
 
 def _dec(ct, ctx, keys):
     return ckks.decode(ckks.decrypt(ct, ctx, keys.secret), ctx)
-
-
-def _check(want, got, mean, worst):
-    prec = ckks.precision(want, got)
-    assert prec.mean_bits >= mean and prec.min_bits >= worst, str(prec)
-    return prec
 
 
 # -- encoding and encryption ---------------------------------------------------------------------
