@@ -162,10 +162,15 @@ def _gaussian_table(sigma: float, tail: float):
 def to_residues(coeffs, moduli: Sequence[int]) -> np.ndarray:
     """Signed integer coefficients int[..., N] -> residues uint32[..., L, N] (row i mod moduli[i]).
 
-    For small polynomials (secrets, noise, messages) given as any numpy integer array."""
+    For small polynomials (secrets, noise, messages) given as any numpy integer array whose values
+    fit int64 (ValueError otherwise). The output is canonical (row i in [0, moduli[i]))."""
     c = np.asarray(coeffs)
     if not np.issubdtype(c.dtype, np.integer):
         raise TypeError(f"to_residues: coefficients must be integers, got {c.dtype}")
+    if c.dtype == np.uint64 and c.size and int(c.max()) >= 1 << 63:
+        # the int64 conversion below would wrap them to negative numbers
+        raise ValueError(f"to_residues: coefficient {int(c.max())} does not fit int64 (signed values "
+                         "below 2^63 in magnitude are expected)")
     c = c.astype(np.int64)
     q = np.asarray([int(m) for m in moduli], dtype=np.int64).reshape((-1, 1))
     return np.mod(c[..., None, :], q).astype(np.uint32)
