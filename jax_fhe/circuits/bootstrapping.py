@@ -102,10 +102,12 @@ class Bootstrapper:
 
     @property
     def packed(self) -> bool:
+        """Whether the slots are sparse and packed two per real slot (n <= N/4)."""
         return self.cts.packed
 
     @property
     def output_level(self) -> int:
+        """The level bootstrapped ciphertexts come out at."""
         return self.levels[-1]
 
     def rotation_steps(self) -> tuple:

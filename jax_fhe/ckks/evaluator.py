@@ -289,6 +289,7 @@ def add(a: Ciphertext, b, ctx: CKKSContext) -> Ciphertext:
 
 
 def neg(a: Ciphertext, ctx: CKKSContext) -> Ciphertext:
+    """-a (any degree; level and scale unchanged)."""
     ctx = check_context(ctx, "neg")
     check_ct(a, ctx, "neg", any_degree=True)
     return a.replace(data=ops.neg_mod(a.data, ctx.ring, a.params.rows(a.level)))

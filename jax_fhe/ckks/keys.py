@@ -22,6 +22,7 @@ from ..rlwe import encryption as rlwe_enc
 from ..rlwe import galois as rlwe_galois
 from ..rlwe import keyswitch
 from ..rlwe.encryption import NOISE_TAIL
+from ..rns.progress import progress_bar, slow_keygen
 from ..rns.pytree import pytree_dataclass, static_field
 from ..rns.sampling import HostRandom, as_host_random, record_uniform_seed
 from .context import CKKSContext, check_context
@@ -156,23 +157,15 @@ def gen_galois_key(ctx: CKKSContext, sk: SecretKey, galois: int, rng: HostRandom
                                       a_seed=rlwe_enc.new_seed(rng, seed_a), **_key_options(ctx))
 
 
-def show_progress(progress: bool | None, count: int, n: int) -> bool:
-    """Whether key generation shows a progress bar: ``progress`` if given, else when the work is
-    long enough to matter (four or more keys at N >= 2^14, about a second or more)."""
-    return bool(progress) if progress is not None else (count >= 4 and n >= 1 << 14)
-
-
 def gen_rotation_keys(ctx: CKKSContext, sk: SecretKey, steps, rng: HostRandom | None = None,
                       *, progress: bool | None = None, seed_a: bool = False) -> dict:
     """{step: key} for slot rotations by each step (normalized to [0, N/2); 0 is skipped).
-    ``progress``: show a progress bar (tqdm) over the keys (None: when there are many).
-    ``seed_a``: see the module docstring."""
+    ``progress``: show a progress bar (tqdm) over the keys (None: when there are many,
+    :func:`jax_fhe.rns.slow_keygen`). ``seed_a``: see the module docstring."""
     rng = as_host_random(rng)
     n = ctx.params.n
     norm = sorted({normalize_step(s, ctx.params) for s in steps} - {0})
-    if show_progress(progress, len(norm), n):
-        from tqdm.auto import tqdm
-        norm = tqdm(norm, desc="rotation keys", unit="key")
+    norm = progress_bar(norm, progress, auto=slow_keygen(len(norm), n), desc="rotation keys", unit="key")
     return {s: gen_galois_key(ctx, sk, ops.galois_element(s, n), rng, seed_a=seed_a) for s in norm}
 
 

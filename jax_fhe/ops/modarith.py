@@ -56,18 +56,21 @@ def _mont(a, b, q, nqinv):
 
 
 def add_mod(a, b, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    """a + b mod q per limb (``a``, ``b``: uint32[..., L, N] canonical residues of the same shape)."""
     a, q, _, _ = _limb_consts(ctx, a, rows, "add_mod")
     b = _same_shape(a, b, "add_mod", ctx, rows)
     return _csub(a + b, q)
 
 
 def sub_mod(a, b, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    """a - b mod q per limb (``a``, ``b``: uint32[..., L, N] canonical residues of the same shape)."""
     a, q, _, _ = _limb_consts(ctx, a, rows, "sub_mod")
     b = _same_shape(a, b, "sub_mod", ctx, rows)
     return _csub(a + (q - b), q)
 
 
 def neg_mod(a, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    """-a mod q per limb (0 stays 0)."""
     a, q, _, _ = _limb_consts(ctx, a, rows, "neg_mod")
     return _csub(q - a, q)
 

@@ -79,6 +79,7 @@ class Gadget:
 
     @property
     def base(self) -> int:
+        """The gadget base B = 2^base_log."""
         return 1 << self.base_log
 
     @property
@@ -88,14 +89,17 @@ class Gadget:
 
     @property
     def special_rows(self) -> tuple:
+        """No special primes (the key-switching interface's tables attribute)."""
         return ()
 
     @property
     def ext_rows(self) -> tuple:
+        """The extended basis: the rows themselves (no special primes)."""
         return self.rows
 
     @property
     def modulus(self) -> int:
+        """Q, the product of the gadget's primes."""
         return math.prod(self.primes)
 
     def __repr__(self) -> str:

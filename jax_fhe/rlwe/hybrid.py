@@ -84,6 +84,7 @@ class HybridTables:
 
     @property
     def ext_rows(self) -> tuple:
+        """The extended basis: the basis rows, then the special rows."""
         return self.rows + self.special_rows
 
     def __repr__(self) -> str:
@@ -149,6 +150,7 @@ class KeySwitchKey:
 
     @property
     def dnum(self) -> int:
+        """Number of digits the key holds."""
         return self.data.shape[-4]
 
     def __repr__(self) -> str:
