@@ -223,6 +223,30 @@ def test_bootstrapping_round_trip(boot):
     assert_same(ckks.switch_key(ct, keys.to_dense, ctx), ckks.switch_key(ct, keys2.to_dense, ctx))
 
 
+def _kinds_in(node) -> set:
+    if isinstance(node, dict):
+        out = {v for k, v in node.items() if k in ("$obj", "$params", "$data", "$context")}
+        return out.union(*(_kinds_in(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_kinds_in(v) for v in node))
+    return set()
+
+
+def test_every_kind_is_round_tripped(toy, pir_objects, boot):
+    """The objects the round-trip tests above use cover every kind jax_fhe.io registers."""
+    from jax_fhe.io import container
+
+    o = pir_objects
+    objects = list(_ckks_cases(toy).values()) + [toy[1], toy[2], toy[2].secret, boot[1], boot[3]] + [
+        o["keys"], o["query"], o["secret"], o["answer"], o["server"], o["sdb"], o["hint"], o["sq"], o["ss"], o["sa"],
+        lwe.encrypt(lwe.keygen(lwe.LWE_TOY, R(15)), [1], R(16)), lwe.keygen(lwe.LWE_TOY, R(18)),
+        rlwe.automorphism_key(o["keys"].ring_key.s_ntt, 5, o["tables"].ks, o["tables"].ctx, R(17))]
+    seen = set()
+    for obj in objects:
+        seen |= _kinds_in(container.unpack(io.dumps(obj, allow_secret=True))[4]["tree"])
+    assert seen == set(io.KINDS), sorted(set(io.KINDS) - seen)
+
+
 # -- seed compression ----------------------------------------------------------------------------------
 
 def test_seeded_objects_are_half_the_size(toy):
