@@ -386,6 +386,42 @@ def test_crafted_non_canonical_residues_raise(toy):
         io.loads(_resign(data))
 
 
+def _repack(blob: bytes, edit) -> bytes:
+    """The same file with its description edited and the checksum redone (a crafted file)."""
+    from jax_fhe.io import container
+
+    _, flags, fp, kind, meta, payload = container.unpack(blob)
+    edit(meta)
+    return b"".join(container.pack(kind, flags, fp, meta, [bytes(payload)]))
+
+
+def test_crafted_descriptions_raise(toy):
+    """Descriptions that pass the checksum but do not describe a valid object (a crafted or
+    buggy writer) raise FormatError, and a seed record cannot make the reader allocate more
+    than the payload describes."""
+    params, ctx, _, seeded = toy
+    blob = io.dumps(seeded.evaluation.relin)
+    io.loads(_repack(blob, lambda m: None))
+
+    def seeded_desc(m):
+        return next(a for a in m["arrays"] if "seeded" in a)["seeded"]
+
+    edits = {
+        "huge seeded batch": (lambda m: seeded_desc(m).update(batch=[1 << 40]), "malformed seed record"),
+        "wrong seed limbs": (lambda m: seeded_desc(m).update(moduli=seeded_desc(m)["moduli"][:-1]), "malformed seed"),
+        "array past the payload": (lambda m: m["arrays"][0].update(offset=1 << 30), "do not hold"),
+        "bad dtype": (lambda m: m["arrays"][0].update(dtype="<f2"), "not allowed"),
+        "unknown kind": (lambda m: m["tree"].update({"$obj": "ckks.Nonsense"}), "unknown object kind"),
+        "renamed field": (lambda m: m["tree"]["fields"].update(extra=1), "cannot rebuild"),
+        "zero alpha": (lambda m: m["tree"]["fields"].update(alpha=0), "malformed|cannot"),
+        "not a node": (lambda m: m.update(tree={"$tuple": [{"$foo": 1}]}), "unknown tag"),
+        "no tree": (lambda m: m.pop("tree"), "no tree"),
+    }
+    for name, (edit, says) in edits.items():
+        with pytest.raises(io.FormatError, match=says):
+            io.loads(_repack(blob, edit))
+
+
 def test_unserializable_objects_raise(toy):
     params, ctx, _, _ = toy
     for obj in (ctx.keyswitch_tables(2), object(), np.zeros(3, np.float16)):

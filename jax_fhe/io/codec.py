@@ -34,6 +34,9 @@ from ..pir import exppack, protocols, ring, simplepir
 from ..rns.sampling import SeededUniform, record_uniform_seed, uniform_seed_of
 from .container import FormatError
 
+#: Arrays start at multiples of this many bytes (the payload itself too, see the container), so
+#: that loading can view them in place.
+ALIGN = 64
 #: dtypes an array may have in a file (little-endian).
 DTYPES = ("|b1", "|u1", "|i1", "<u4", "<i4", "<u8", "<i8", "<f8", "<c16")
 
@@ -249,6 +252,8 @@ class Encoder:
     def encode(self, x, path: str = "", seed: SeededUniform | None = None):
         if x is None or isinstance(x, (bool, str)):
             return x
+        if isinstance(x, np.bool_):
+            return bool(x)
         if isinstance(x, (int, np.integer)):
             return int(x)
         if isinstance(x, (float, np.floating)):
@@ -308,6 +313,10 @@ class Encoder:
                                   "index": seed.index}
                 self.seeded += 1
         buf = memoryview(arr.reshape(-1).view(np.uint8)) if arr.size else memoryview(b"")
+        pad = -self.offset % ALIGN  # every array starts on an ALIGN-byte boundary of the payload
+        if pad:
+            self.buffers.append(bytes(pad))
+            self.offset += pad
         desc.update(offset=self.offset, nbytes=buf.nbytes)
         self.offset += buf.nbytes
         self.buffers.append(buf)
@@ -438,6 +447,10 @@ class Decoder:
         if seeded is None:
             return arr
         try:
+            half_shape = tuple(int(b) for b in seeded["batch"]) + (
+                len(seeded["moduli"]) if seeded["rows"] is None else int(seeded["limbs"]), int(seeded["n"]))
+            if half_shape != stored[:axis] + stored[axis + 1:]:  # before drawing anything
+                raise ValueError(f"it draws {list(half_shape)}")
             rec = SeededUniform(field=str(seeded["field"]), axis=int(seeded["axis"]), index=int(seeded["index"]),
                                 seed=bytes.fromhex(seeded["seed"]), moduli=tuple(int(q) for q in seeded["moduli"]),
                                 batch=tuple(int(b) for b in seeded["batch"]), n=int(seeded["n"]),

@@ -13,7 +13,9 @@ Layout of format version 1 (integers little-endian)::
     52+k    4     description length m (uint32)
     56+k    m     description (UTF-8 JSON: the object's structure, static fields, parameter sets,
                   and for every array its dtype, shape and place in the payload)
-    56+k+m  ...   payload: the arrays' bytes back to back (little-endian, C order)
+    56+k+m  ...   payload: the arrays' bytes (little-endian, C order), each starting at a multiple
+                  of 64 bytes (zero padding between them; the description ends in spaces so
+                  that the payload starts at one too)
     end-32  32    SHA-256 of every byte before it
 
 The magic, the version, the total length and the trailing SHA-256 stay where they are in every
@@ -49,6 +51,9 @@ def pack(kind: str, flags: int, fingerprint: bytes, meta: dict, payload: list) -
     meta_b = json.dumps(meta, separators=(",", ":"), sort_keys=True, allow_nan=False).encode("utf-8")
     if len(fingerprint) != _DIGEST:
         raise ValueError("fingerprint must be 32 bytes")
+    # trailing spaces (still JSON) put the payload on a 64-byte boundary of the file
+    fixed = _PREFIX.size + _V1.size + len(kind_b) + _U32.size
+    meta_b += b" " * (-(fixed + len(meta_b)) % 64)
     body = _V1.pack(flags, fingerprint, len(kind_b)) + kind_b + _U32.pack(len(meta_b)) + meta_b
     size = _PREFIX.size + len(body) + sum(memoryview(p).nbytes for p in payload) + _DIGEST
     head = _PREFIX.pack(MAGIC, FORMAT_VERSION, size) + body

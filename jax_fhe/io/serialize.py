@@ -133,8 +133,14 @@ def loads(data, expected=None, *, device=None):
             raise ValueError(f"load: the file holds a {kind} for {what}, not for the expected {name!r} "
                              f"(fingerprint {want.hex()[:16]}...)")
     env = codec.Env(payload=payload, arrays=meta["arrays"], expected=params, context=context)
-    obj = codec.Decoder(env).decode(meta["tree"])
-    codec.check(obj)
+    try:
+        obj = codec.Decoder(env).decode(meta["tree"])
+        codec.check(obj)
+    except FormatError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError) as err:
+        # a description the checksum vouches for but this reader cannot make sense of
+        raise FormatError(f"malformed description ({type(err).__name__}: {err})") from None
     return codec.to_device(obj, device)
 
 
