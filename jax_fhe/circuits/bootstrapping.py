@@ -102,10 +102,12 @@ class Bootstrapper:
 
     @property
     def packed(self) -> bool:
+        """Whether the slots are sparse and packed two per real slot (n <= N/4)."""
         return self.cts.packed
 
     @property
     def output_level(self) -> int:
+        """The level bootstrapped ciphertexts come out at."""
         return self.levels[-1]
 
     def rotation_steps(self) -> tuple:
@@ -216,21 +218,24 @@ def _nominal_scale(params, config: BootstrapConfig, slots: int) -> float:
 
 
 def gen_bootstrap_keys(ctx: CKKSContext, sk: SecretKey, boot: Bootstrapper, rng: HostRandom | None = None,
-                       *, progress: bool | None = None) -> BootstrapKeys:
+                       *, progress: bool | None = None, seed_a: bool = False) -> BootstrapKeys:
     """The keys :func:`bootstrap` needs for secret key ``sk`` (dense): relinearization,
     conjugation, the rotations of ``boot.rotation_steps()`` (a progress bar when there are many:
     ``progress``), and the two secret-switching keys through a fresh sparse secret of Hamming
-    weight ``boot.config.sparse_hamming_weight`` (sampled here, used only inside the keys)."""
+    weight ``boot.config.sparse_hamming_weight`` (sampled here, used only inside the keys).
+    ``seed_a``: every key's uniform parts come from a recorded public seed, so that
+    :mod:`jax_fhe.io` stores the keys in half the size (:mod:`jax_fhe.ckks.keys`)."""
     if not isinstance(boot, Bootstrapper):
         raise TypeError(f"gen_bootstrap_keys: expected a Bootstrapper, got {type(boot).__name__}")
     rng = as_host_random(rng)
     p = ctx.params
-    evk = ckks.EvalKeys(relin=ckks.gen_relin_key(ctx, sk, rng),
-                        rotations=ckks.gen_rotation_keys(ctx, sk, boot.rotation_steps(), rng, progress=progress),
-                        conjugation=ckks.gen_galois_key(ctx, sk, 2 * p.n - 1, rng), params=p)
+    evk = ckks.EvalKeys(relin=ckks.gen_relin_key(ctx, sk, rng, seed_a=seed_a),
+                        rotations=ckks.gen_rotation_keys(ctx, sk, boot.rotation_steps(), rng, progress=progress,
+                                                         seed_a=seed_a),
+                        conjugation=ckks.gen_galois_key(ctx, sk, 2 * p.n - 1, rng, seed_a=seed_a), params=p)
     sparse = rlwe_enc.secret_ntt(rlwe_enc.sample_secret(p.n, rng, boot.config.sparse_hamming_weight), ctx.ring)
-    to_sparse = ckks.gen_switching_key(ctx, sk.s, sparse, rng, tables=boot.sse_tables)
-    to_dense = ckks.gen_switching_key(ctx, sparse, sk.s, rng)
+    to_sparse = ckks.gen_switching_key(ctx, sk.s, sparse, rng, tables=boot.sse_tables, seed_a=seed_a)
+    to_dense = ckks.gen_switching_key(ctx, sparse, sk.s, rng, seed_a=seed_a)
     return BootstrapKeys(evk=evk, to_sparse=to_sparse, to_dense=to_dense)
 
 

@@ -218,10 +218,12 @@ class DFTPlan:
 
     @property
     def level(self) -> int:
+        """The level the plan's first phase works at (its input level)."""
         return self.phases[0].level
 
     @property
     def depth(self) -> int:
+        """Levels the plan consumes (one per phase)."""
         return len(self.phases)
 
     def __repr__(self) -> str:

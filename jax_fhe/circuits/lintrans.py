@@ -176,10 +176,12 @@ class LinearTransform:
 
     @property
     def baby_steps(self) -> tuple:
+        """The baby-step rotations (hoisted, one shared decomposition), sorted."""
         return tuple(sorted({b for _, bs in self.giants for b, _ in bs}))
 
     @property
     def giant_steps(self) -> tuple:
+        """The giant-step rotations, in increasing order."""
         return tuple(g for g, _ in self.giants)
 
     def __repr__(self) -> str:

@@ -97,6 +97,7 @@ class Polynomial:
 
     @property
     def needs_affine_map(self) -> bool:
+        """Whether the input is mapped affinely onto [-1, 1] first (a Chebyshev basis on another interval)."""
         return self.basis == "chebyshev" and self.interval != (-1.0, 1.0)
 
     @property

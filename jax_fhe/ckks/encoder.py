@@ -85,21 +85,32 @@ def integers_to_residues(x: np.ndarray, primes) -> np.ndarray:
 def encode(values, ctx: CKKSContext, *, level: int | None = None, scale: float | None = None) -> Plaintext:
     """Encode values[..., n] (complex or real; n a power of two <= N/2 slots) as a
     :class:`Plaintext` at ``level`` (default: the params' encryption level) and ``scale``
-    (default: that level's default scale). Leading axes are batch axes."""
+    (default: that level's default scale). Leading axes are batch axes.
+
+    Raises ValueError for values that are not finite (NaN, inf) and for values too large for the
+    level: every coefficient round(scale * c) must be a centered residue of the level's modulus
+    Q_l, |round(scale * c)| <= (Q_l - 1) / 2 (a larger one would wrap and decode to a wrong
+    number). |c| is at most max |value|, so values up to (Q_l / 2) / scale in magnitude always
+    fit; the error names that bound."""
     ctx = check_context(ctx, "encode")
     p = ctx.params
     level = p.default_level if level is None else p.check_level(level)
     scale = p.default_scale(level) if scale is None else float(scale)
-    if not scale > 0:
-        raise ValueError(f"encode: scale must be positive, got {scale}")
+    if not (scale > 0 and math.isfinite(scale)):
+        raise ValueError(f"encode: scale must be a finite positive number, got {scale}")
     z = np.asarray(values)
     if z.ndim < 1:
         raise ValueError("encode: values must have shape [..., slots]")
     if not (np.issubdtype(z.dtype, np.number) or z.dtype == bool):
         raise TypeError(f"encode: values must be numbers, got {z.dtype}")
     slots = check_slots(z.shape[-1], p.n)
-    full = np.tile(z.astype(np.complex128), (1,) * (z.ndim - 1) + (p.slots // slots,))
-    coeffs = np.round(embed_inverse(full, p.n) * scale)
+    z = z.astype(np.complex128)
+    if not np.all(np.isfinite(z)):
+        raise ValueError("encode: values are not finite (NaN or infinity)")
+    full = np.tile(z, (1,) * (z.ndim - 1) + (p.slots // slots,))
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, as "too large"
+        coeffs = np.round(embed_inverse(full, p.n) * scale)
+    check_fits(coeffs, p, level, scale, "encode")
     res = integers_to_residues(coeffs, p.primes(level))
     data = ops.ntt(jnp.asarray(res), ctx.ring, p.rows(level))
     return Plaintext(data=data, level=level, scale=scale, slots=slots, params=p)
@@ -118,6 +129,26 @@ def encode_extended(values, ctx: CKKSContext, *, level: int, scale: float) -> ja
     res = integers_to_residues(coeffs, [p.all_primes[r] for r in special])
     extra = ops.ntt(jnp.asarray(res), ctx.ring, special)
     return jnp.concatenate([pt.data, extra], axis=-2)
+
+
+def check_fits(coeffs: np.ndarray, params, level: int, scale: float, what: str) -> None:
+    """Raise ValueError unless the integer-valued float64 ``coeffs`` (scaled message
+    coefficients) are centered residues of level ``level``'s modulus: |c| <= (Q_l - 1) / 2.
+    An overflow to infinity during scaling counts as too large."""
+    half = (params.modulus(level) - 1) // 2
+    finite = bool(np.all(np.isfinite(coeffs)))
+    biggest = float(np.max(np.abs(coeffs))) if finite and coeffs.size else 0.0
+    if finite and int(biggest) <= half:
+        return
+    # the bound in value units: (Q_l / 2) / scale, also where Q_l / 2 exceeds the float range
+    log_fit = math.log2(half) - math.log2(scale)
+    fit = f"{2.0 ** log_fit:.3g}" if log_fit < 1023 else f"2^{log_fit:.1f}"
+    got = f"2^{math.log2(biggest):.1f}" if finite else "beyond the float range (overflow)"
+    raise ValueError(
+        f"{what}: values too large for level {level}: a scaled coefficient is {got}, but level "
+        f"{level}'s modulus holds |coefficient| < Q/2 = 2^{math.log2(half):.1f}; values up to ~{fit} in "
+        f"magnitude fit at level {level} with scale 2^{math.log2(scale):.1f} (use a higher level or a "
+        f"smaller scale)")
 
 
 def decode(pt: Plaintext, ctx: CKKSContext, *, real: bool = False) -> np.ndarray:

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 from ..ops import take_static
 from ..rlwe import encryption as rlwe_enc
-from ..rns.sampling import as_host_random
+from ..rns.sampling import as_host_random, record_uniform_seed
 from .context import CKKSContext, check_context
 from .keys import PublicKey, SecretKey
 from .types import Ciphertext, Plaintext, check_data
 
 
-def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None) -> Ciphertext:
+def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None, *, seed_a: bool = False) -> Ciphertext:
     """Encrypt a plaintext (any batch shape) under a :class:`PublicKey` or a
-    :class:`SecretKey`. ``rng``: HostRandom (None: os.urandom)."""
+    :class:`SecretKey`. ``rng``: HostRandom (None: os.urandom). ``seed_a`` (secret-key
+    encryption only): draw the uniform "a" component from a fresh public seed recorded on the
+    ciphertext, so that :mod:`jax_fhe.io` stores it in half the size."""
     ctx = check_context(ctx, "encrypt")
     if not isinstance(pt, Plaintext):
         raise TypeError(f"encrypt: expected a Plaintext, got {type(pt).__name__}")
@@ -31,15 +33,23 @@ def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None) -> Ciphertext:
     check_data(pt.data, p, pt.level, (), "encrypt")
     rng = as_host_random(rng)
     rows = p.rows(pt.level)
+    a_seed = None
     if isinstance(key, PublicKey):
+        if seed_a:
+            raise ValueError("encrypt: seed_a applies to secret-key encryption only (a public-key "
+                             "encryption's components are not uniform from a seed)")
         data = rlwe_enc.encrypt_pk(pt.data, key.data, ctx.ring, rows, rng, p.sigma,
                                    tables=ctx.keyswitch_tables(pt.level))
     elif isinstance(key, SecretKey):
         s = take_static(key.s, rows, -2, max_runs=1)
-        data = rlwe_enc.encrypt_sk(pt.data, s, ctx.ring, rows, rng, p.sigma)
+        a_seed = rlwe_enc.new_seed(rng, seed_a)
+        data = rlwe_enc.encrypt_sk(pt.data, s, ctx.ring, rows, rng, p.sigma, a_seed=a_seed)
     else:
         raise TypeError(f"encrypt: key must be a PublicKey or SecretKey, got {type(key).__name__}")
-    return Ciphertext(data=data, level=pt.level, scale=pt.scale, slots=pt.slots, params=p)
+    ct = Ciphertext(data=data, level=pt.level, scale=pt.scale, slots=pt.slots, params=p)
+    if a_seed is not None:
+        record_uniform_seed(ct, rlwe_enc.seed_record(a_seed, ctx.ring, rows, tuple(pt.data.shape[:-2])))
+    return ct
 
 
 def decrypt(ct: Ciphertext, ctx: CKKSContext, sk: SecretKey) -> Plaintext:

@@ -36,6 +36,7 @@ from ..ops import take_limbs, take_static
 from ..rlwe import keyswitch
 from ..rns.shoup import device_u32
 from .context import CKKSContext, check_context
+from .encoder import check_fits
 from .keys import EvalKeys
 from .types import Ciphertext, Plaintext, check_data
 
@@ -90,7 +91,14 @@ def _const_ntt(c, scale: float, ctx: CKKSContext, rows, like) -> jax.Array:
     """The constant round(c scale) (complex: re + im X^(N/2)) in the NTT domain, broadcast to
     ``like`` (uint32[..., L, N])."""
     c = complex(c)
-    primes = [ctx.params.q_primes[r] for r in rows]
+    if not (math.isfinite(c.real) and math.isfinite(c.imag)):
+        raise ValueError(f"constant {c} is not finite")
+    params = ctx.params
+    level = params.levels.index(tuple(rows)) if tuple(rows) in params.levels else None
+    if level is not None:  # round(c scale) must be a centered residue of the level's modulus
+        check_fits(np.round(np.asarray([c.real * scale, c.imag * scale])), params, level, scale,
+                   f"constant {c:g}")
+    primes = [params.q_primes[r] for r in rows]
     re, im = int(round(c.real * scale)), int(round(c.imag * scale))
     out = jnp.broadcast_to(device_u32([re % q for q in primes])[:, None], like.shape)
     if im:
@@ -281,6 +289,7 @@ def add(a: Ciphertext, b, ctx: CKKSContext) -> Ciphertext:
 
 
 def neg(a: Ciphertext, ctx: CKKSContext) -> Ciphertext:
+    """-a (any degree; level and scale unchanged)."""
     ctx = check_context(ctx, "neg")
     check_ct(a, ctx, "neg", any_degree=True)
     return a.replace(data=ops.neg_mod(a.data, ctx.ring, a.params.rows(a.level)))

@@ -1,6 +1,11 @@
 """CKKS keys, generated from :class:`jax_fhe.rns.HostRandom` (os.urandom unless the caller
 passes ``HostRandom.insecure_deterministic(seed)`` explicitly).
 
+``seed_a=True`` (every generator of a public or evaluation key): the key's uniform "a" parts
+are drawn from a fresh public seed (``HostRandom.public``, the seed itself from ``rng``) and the
+seed is recorded on the key, so that :mod:`jax_fhe.io` stores 32 bytes instead of them (half the
+size of the key). The keys work exactly as unseeded ones.
+
 All key polynomials are NTT-domain device arrays over the rows of the context (q rows, then
 special rows). Switching keys are "key switch first, automorphism after" (Cheddar's
 convention): the key for the Galois element g switches a s into a form under sigma_g^-1(s), so
@@ -17,8 +22,9 @@ from ..rlwe import encryption as rlwe_enc
 from ..rlwe import galois as rlwe_galois
 from ..rlwe import keyswitch
 from ..rlwe.encryption import NOISE_TAIL
+from ..rns.progress import progress_bar, slow_keygen
 from ..rns.pytree import pytree_dataclass, static_field
-from ..rns.sampling import HostRandom, as_host_random
+from ..rns.sampling import HostRandom, as_host_random, record_uniform_seed
 from .context import CKKSContext, check_context
 from .params import CKKSParams
 
@@ -84,6 +90,8 @@ def normalize_step(step: int, params: CKKSParams) -> int:
 
 
 def gen_secret_key(ctx: CKKSContext, rng: HostRandom | None = None) -> SecretKey:
+    """A ternary secret (uniform, or of the parameter set's Hamming weight), in the NTT domain
+    over every row of the context: :class:`SecretKey` (``rng``: None means os.urandom)."""
     ctx = check_context(ctx, "gen_secret_key")
     p = ctx.params
     s = rlwe_enc.sample_secret(p.n, as_host_random(rng), p.hamming_weight)
@@ -97,14 +105,21 @@ def _check_sk(sk, ctx, what):
         raise ValueError(f"{what}: secret key is for {sk.params.name!r}, context for {ctx.params.name!r}")
 
 
-def gen_public_key(ctx: CKKSContext, sk: SecretKey, rng: HostRandom | None = None) -> PublicKey:
+def gen_public_key(ctx: CKKSContext, sk: SecretKey, rng: HostRandom | None = None, *,
+                   seed_a: bool = False) -> PublicKey:
     """(b, a) = (-a s + e, a) over every row, the special primes P included: encryption works in
-    QP and divides by P (see :func:`jax_fhe.ckks.encrypt`)."""
+    QP and divides by P (see :func:`jax_fhe.ckks.encrypt`). ``seed_a``: a from a recorded
+    public seed (see the module docstring)."""
     ctx = check_context(ctx, "gen_public_key")
     _check_sk(sk, ctx, "gen_public_key")
     p = ctx.params
-    data = rlwe_enc.gen_public_key(sk.s, ctx.ring, range(len(p.all_primes)), as_host_random(rng), p.sigma)
-    return PublicKey(data=data, params=p)
+    rng = as_host_random(rng)
+    rows = range(len(p.all_primes))
+    a_seed = rlwe_enc.new_seed(rng, seed_a)
+    pk = PublicKey(data=rlwe_enc.gen_public_key(sk.s, ctx.ring, rows, rng, p.sigma, a_seed=a_seed), params=p)
+    if a_seed is not None:
+        record_uniform_seed(pk, rlwe_enc.seed_record(a_seed, ctx.ring, rows, ()))
+    return pk
 
 
 def _key_options(ctx) -> dict:
@@ -112,64 +127,64 @@ def _key_options(ctx) -> dict:
     return dict(num_q=p.num_q, alpha=p.alpha, sigma=p.sigma, tail=NOISE_TAIL)
 
 
-def gen_switching_key(ctx: CKKSContext, s_from, s_to, rng: HostRandom | None = None, *, tables=None):
+def gen_switching_key(ctx: CKKSContext, s_from, s_to, rng: HostRandom | None = None, *, tables=None,
+                      seed_a: bool = False):
     """A key (of the parameter set's method) switching x s_from into a ciphertext under s_to,
     both NTT-domain uint32[T, N] over every row of the context. ``tables``: make the key for
     these key-switching tables only (e.g. fewer special primes; see
-    :func:`jax_fhe.rlwe.gen_switching_key`)."""
+    :func:`jax_fhe.rlwe.gen_switching_key`). ``seed_a``: see the module docstring."""
     ctx = check_context(ctx, "gen_switching_key")
-    return keyswitch.gen_key(ctx.params.keyswitch, ctx.ring, s_from, s_to, rng=as_host_random(rng),
-                             tables=tables, **_key_options(ctx))
+    rng = as_host_random(rng)
+    return keyswitch.gen_key(ctx.params.keyswitch, ctx.ring, s_from, s_to, rng=rng, tables=tables,
+                             a_seed=rlwe_enc.new_seed(rng, seed_a), **_key_options(ctx))
 
 
-def gen_relin_key(ctx: CKKSContext, sk: SecretKey, rng: HostRandom | None = None):
-    """Relinearization key: switches s^2 to s."""
+def gen_relin_key(ctx: CKKSContext, sk: SecretKey, rng: HostRandom | None = None, *, seed_a: bool = False):
+    """Relinearization key: switches s^2 to s. ``seed_a``: see the module docstring."""
     ctx = check_context(ctx, "gen_relin_key")
     _check_sk(sk, ctx, "gen_relin_key")
-    return gen_switching_key(ctx, ops.mul_mod(sk.s, sk.s, ctx.ring), sk.s, rng)
+    return gen_switching_key(ctx, ops.mul_mod(sk.s, sk.s, ctx.ring), sk.s, rng, seed_a=seed_a)
 
 
-def gen_galois_key(ctx: CKKSContext, sk: SecretKey, galois: int, rng: HostRandom | None = None):
+def gen_galois_key(ctx: CKKSContext, sk: SecretKey, galois: int, rng: HostRandom | None = None, *,
+                   seed_a: bool = False):
     """Key for the automorphism X -> X^galois: switches s into a form under sigma^-1(s)
-    (:func:`jax_fhe.rlwe.gen_galois_key`)."""
+    (:func:`jax_fhe.rlwe.gen_galois_key`). ``seed_a``: see the module docstring."""
     ctx = check_context(ctx, "gen_galois_key")
     _check_sk(sk, ctx, "gen_galois_key")
-    return rlwe_galois.gen_galois_key(ctx.params.keyswitch, ctx.ring, sk.s, galois,
-                                      rng=as_host_random(rng), **_key_options(ctx))
-
-
-def show_progress(progress: bool | None, count: int, n: int) -> bool:
-    """Whether key generation shows a progress bar: ``progress`` if given, else when the work is
-    long enough to matter (four or more keys at N >= 2^14, about a second or more)."""
-    return bool(progress) if progress is not None else (count >= 4 and n >= 1 << 14)
+    rng = as_host_random(rng)
+    return rlwe_galois.gen_galois_key(ctx.params.keyswitch, ctx.ring, sk.s, galois, rng=rng,
+                                      a_seed=rlwe_enc.new_seed(rng, seed_a), **_key_options(ctx))
 
 
 def gen_rotation_keys(ctx: CKKSContext, sk: SecretKey, steps, rng: HostRandom | None = None,
-                      *, progress: bool | None = None) -> dict:
+                      *, progress: bool | None = None, seed_a: bool = False) -> dict:
     """{step: key} for slot rotations by each step (normalized to [0, N/2); 0 is skipped).
-    ``progress``: show a progress bar (tqdm) over the keys (None: when there are many)."""
+    ``progress``: show a progress bar (tqdm) over the keys (None: when there are many,
+    :func:`jax_fhe.rns.slow_keygen`). ``seed_a``: see the module docstring."""
     rng = as_host_random(rng)
     n = ctx.params.n
     norm = sorted({normalize_step(s, ctx.params) for s in steps} - {0})
-    if show_progress(progress, len(norm), n):
-        from tqdm.auto import tqdm
-        norm = tqdm(norm, desc="rotation keys", unit="key")
-    return {s: gen_galois_key(ctx, sk, ops.galois_element(s, n), rng) for s in norm}
+    norm = progress_bar(norm, progress, auto=slow_keygen(len(norm), n), desc="rotation keys", unit="key")
+    return {s: gen_galois_key(ctx, sk, ops.galois_element(s, n), rng, seed_a=seed_a) for s in norm}
 
 
 def keygen(ctx: CKKSContext, rng: HostRandom | None = None, *, rotations=(), conjugation: bool = False,
-           relin: bool = True, progress: bool | None = None) -> KeySet:
+           relin: bool = True, progress: bool | None = None, seed_a: bool = False) -> KeySet:
     """Secret, public, relinearization, rotation (for ``rotations`` steps) and conjugation
     keys. ``rng``: a HostRandom; None means os.urandom. ``progress``: a progress bar over the
-    rotation keys (None: when there are many)."""
+    rotation keys (None: when there are many). ``seed_a``: the public and evaluation keys' "a"
+    parts come from recorded public seeds, so that :mod:`jax_fhe.io` stores them in half the
+    size (see the module docstring)."""
     ctx = check_context(ctx, "keygen")
     rng = as_host_random(rng)
     sk = gen_secret_key(ctx, rng)
-    pk = gen_public_key(ctx, sk, rng)
+    pk = gen_public_key(ctx, sk, rng, seed_a=seed_a)
+    conj = ops.conjugation_element(ctx.params.n)
     evk = EvalKeys(
-        relin=gen_relin_key(ctx, sk, rng) if relin else None,
-        rotations=gen_rotation_keys(ctx, sk, rotations, rng, progress=progress),
-        conjugation=gen_galois_key(ctx, sk, ops.conjugation_element(ctx.params.n), rng) if conjugation else None,
+        relin=gen_relin_key(ctx, sk, rng, seed_a=seed_a) if relin else None,
+        rotations=gen_rotation_keys(ctx, sk, rotations, rng, progress=progress, seed_a=seed_a),
+        conjugation=gen_galois_key(ctx, sk, conj, rng, seed_a=seed_a) if conjugation else None,
         params=ctx.params,
     )
     return KeySet(secret=sk, public=pk, evaluation=evk)

@@ -55,6 +55,7 @@ class CKKSParams(RLWEParams):
         return tuple(out)
 
     def default_scale(self, level: int) -> float:
+        """The default scale s_l of ``level`` (2^log_scales[level])."""
         return 2.0 ** self.log_scales[self.check_level(level)]
 
     def __repr__(self) -> str:

@@ -19,6 +19,8 @@ class Precision:
 
 
 def precision(want, got) -> Precision:
+    """Bits of precision of ``got`` against the reference ``want`` (arrays of any shape, real or
+    complex): :class:`Precision` with -log2 of the mean and of the largest absolute error."""
     err = np.abs(np.asarray(got, dtype=np.complex128) - np.asarray(want, dtype=np.complex128))
     tiny = 2.0**-100  # an exact result reads as 100 bits
     return Precision(mean_bits=float(-np.log2(max(err.mean(), tiny))),

@@ -62,10 +62,12 @@ class LWEParams:
 
     @property
     def q(self) -> int:
+        """The ciphertext modulus q = 2^32."""
         return 1 << self.log_q
 
     @property
     def p(self) -> int:
+        """The plaintext modulus p = 2^log_p."""
         return 1 << self.log_p
 
     @property

@@ -1,6 +1,13 @@
 """Kernel primitives: thin JAX wrappers around the XLA FFI targets, plus jnp element-wise ops.
 
-Every kernel call of the package goes through here; inputs are validated before lowering."""
+Every kernel call of the package goes through here; inputs are validated before lowering.
+
+Residues are canonical: limb i of a polynomial holds values in [0, q_i). Host inputs (numpy
+arrays) are checked and rejected with a ValueError when they are not (one pass over host
+memory); device arrays and traced values are not checked -- that would take a device reduction
+and a synchronisation before each kernel -- so there canonical inputs are the caller's contract
+(a violation gives wrong but memory-safe results). ``reduce_mod`` makes any uint32 words
+canonical; ``ntt_lift`` takes small signed int32 values instead (its CPU kernel checks them)."""
 from .automorphism import automorphism_coeff, automorphism_ntt, conjugation_element, galois_element
 from .bconv import (StackedCenteredConv, bconv, bconv_centered, bconv_centered_stacked, exact_conv,
                     rounded_quotient, stack_centered)

@@ -1,4 +1,10 @@
-"""Input validation shared by the primitive wrappers (runs at trace time, before lowering)."""
+"""Input validation shared by the primitive wrappers (runs at trace time, before lowering).
+
+Residues must be canonical (in [0, q) for their limb's prime q). Host data (numpy arrays) is
+checked here, where it costs one pass over memory that is already on the host
+(:func:`check_canonical`); device arrays and traced values are the caller's contract: checking
+them would need a device reduction and a synchronisation before every kernel, and a
+non-canonical input gives unspecified (wrong, but memory-safe) results."""
 from __future__ import annotations
 
 import jax
@@ -42,3 +48,22 @@ def limb_constants(table, ctx: RNSContext, rows) -> jax.Array:
     """Per-prime constants ``table`` (shape [T, ...]) for the limbs that use ``rows``; no gather
     when the rows are the whole context in order or a few runs of consecutive rows."""
     return take_static(table, rows, 0)
+
+
+def check_canonical(x, primes, what: str, limbs: slice | None = None) -> None:
+    """Raise ValueError if host data ``x`` (a numpy array uint32[..., L, N]) holds a residue
+    >= its limb's prime (``primes[i]`` for limb i, or for the limbs ``limbs`` selects). Device
+    arrays and tracers pass unchecked (the documented contract; see the module docstring)."""
+    if not isinstance(x, np.ndarray):
+        return
+    part = x if limbs is None else x[..., limbs, :]
+    q = np.asarray([int(p) for p in primes], dtype=np.uint64).reshape((-1, 1))
+    if part.shape[-2] != q.shape[0] or part.size == 0:
+        return  # a shape error is reported by the caller's own checks
+    bad = part.astype(np.uint64) >= q
+    if bad.any():
+        pos = np.unravel_index(int(np.argmax(bad)), bad.shape)
+        limb = pos[-2] + ((limbs.start or 0) if limbs is not None else 0)
+        raise ValueError(f"{what}: inputs must be canonical residues in [0, q): limb {limb} (q = {int(q[pos[-2], 0])}) "
+                         f"holds {int(part[pos])} at index {tuple(int(i) for i in pos)}; reduce external data "
+                         "first (jax_fhe.ops.reduce_mod)")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import jax
 
-from ._checks import as_context, as_poly, limb_constants
+from ._checks import as_context, as_poly, check_canonical, limb_constants
 
 
 def galois_element(step: int, n: int) -> int:
@@ -43,10 +43,12 @@ def automorphism_ntt(x, galois: int) -> jax.Array:
 def automorphism_coeff(x, galois: int, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     """X -> X^galois on coefficient-domain data ``x``: uint32[..., L, N]."""
     ctx = as_context(ctx, "automorphism_coeff")
+    host = x
     x = as_poly(x, "automorphism_coeff", ctx.n)
     n = x.shape[-1]
     g = _check_galois(galois, n)
     rows = ctx.rows_for(x.shape[-2], rows)
+    check_canonical(host, ctx.primes_for(rows), "automorphism_coeff")
     moduli = limb_constants(ctx.moduli, ctx, rows)
     call = jax.ffi.ffi_call("jax_fhe_automorphism_coeff",
                             jax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="expand_dims")

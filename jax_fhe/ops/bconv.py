@@ -10,7 +10,7 @@ from jax import lax
 from ..rns.bconv import BConvTable
 from ..rns.crt import MAX_TERMS, CrtQuotient, ExactConv
 from ..rns.pytree import pytree_dataclass, static_field
-from ._checks import as_poly
+from ._checks import as_poly, check_canonical
 
 
 def bconv(x, table: BConvTable) -> jax.Array:
@@ -152,6 +152,7 @@ def _check(x, table, what, limb_offset=None):
     limbs) and the output's ShapeDtypeStruct [..., Lout, N]."""
     if not isinstance(table, BConvTable):
         raise TypeError(f"{what}: expected a BConvTable (jax_fhe.rns.make_bconv_table), got {type(table).__name__}")
+    host = x
     x = as_poly(x, what)
     lin = len(table.src)
     if limb_offset is None:
@@ -160,6 +161,8 @@ def _check(x, table, what, limb_offset=None):
     elif not (0 <= int(limb_offset) and int(limb_offset) + lin <= x.shape[-2]):
         raise ValueError(f"{what}: limbs [{limb_offset}, {int(limb_offset) + lin}) are not all in the "
                          f"input's {x.shape[-2]} limbs")
+    off = int(limb_offset or 0)
+    check_canonical(host, table.src, what, slice(off, off + lin))
     return x, jax.ShapeDtypeStruct(x.shape[:-2] + (len(table.dst), x.shape[-1]), x.dtype)
 
 

@@ -2,7 +2,9 @@
 
 XLA fuses these with their neighbours, so they need no custom kernel. Products use
 Montgomery reduction built from 32-bit ``lax.mul``/``lax.mulhi`` (no x64 needed). Inputs must be
-canonical residues in [0, q) of the limb's prime; outputs are canonical too.
+canonical residues in [0, q) of the limb's prime (checked for numpy inputs; a contract for device
+arrays: see :mod:`jax_fhe.ops`); outputs are canonical too.
+:func:`reduce_mod` accepts any uint32 words.
 """
 from __future__ import annotations
 
@@ -12,24 +14,30 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._checks import as_context, as_poly, limb_constants
+from ._checks import as_context, as_poly, check_canonical, limb_constants
 
 _U32 = jnp.uint32
 
 
-def _limb_consts(ctx, x, rows, what):
+def _limb_consts(ctx, x, rows, what, canonical=True):
     ctx = as_context(ctx, what)
+    host = x
     x = as_poly(x, what, ctx.n)
     rows = ctx.rows_for(x.shape[-2], rows)
+    if canonical:
+        check_canonical(host, ctx.primes_for(rows), what)
     # broadcast the per-limb constants to the data's shape: lax.mulhi needs equal shapes
     full = lambda a: jnp.broadcast_to(limb_constants(a, ctx, rows)[:, None], x.shape)  # noqa: E731
     return x, full(ctx.moduli), full(ctx.neg_qinv), full(ctx.r2)
 
 
-def _same_shape(a, b, what):
+def _same_shape(a, b, what, ctx=None, rows=None):
+    host = b
     b = as_poly(b, what)
     if a.shape != b.shape:
         raise ValueError(f"{what}: operand shapes differ: {a.shape} vs {b.shape}")
+    if ctx is not None:
+        check_canonical(host, ctx.primes_for(ctx.rows_for(b.shape[-2], rows)), what)
     return b
 
 
@@ -48,18 +56,21 @@ def _mont(a, b, q, nqinv):
 
 
 def add_mod(a, b, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    """a + b mod q per limb (``a``, ``b``: uint32[..., L, N] canonical residues of the same shape)."""
     a, q, _, _ = _limb_consts(ctx, a, rows, "add_mod")
-    b = _same_shape(a, b, "add_mod")
+    b = _same_shape(a, b, "add_mod", ctx, rows)
     return _csub(a + b, q)
 
 
 def sub_mod(a, b, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    """a - b mod q per limb (``a``, ``b``: uint32[..., L, N] canonical residues of the same shape)."""
     a, q, _, _ = _limb_consts(ctx, a, rows, "sub_mod")
-    b = _same_shape(a, b, "sub_mod")
+    b = _same_shape(a, b, "sub_mod", ctx, rows)
     return _csub(a + (q - b), q)
 
 
 def neg_mod(a, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    """-a mod q per limb (0 stays 0)."""
     a, q, _, _ = _limb_consts(ctx, a, rows, "neg_mod")
     return _csub(q - a, q)
 
@@ -67,14 +78,17 @@ def neg_mod(a, ctx, rows: Sequence[int] | None = None) -> jax.Array:
 def mul_mod(a, b, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     """a * b mod q (two Montgomery steps: a b R^-1, then times R^2 R^-1)."""
     a, q, nqinv, r2 = _limb_consts(ctx, a, rows, "mul_mod")
-    b = _same_shape(a, b, "mul_mod")
+    b = _same_shape(a, b, "mul_mod", ctx, rows)
     return _mont(_mont(a, b, q, nqinv), r2, q, nqinv)
 
 
 def mul_limb_consts(x, consts, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     """x * consts[l] mod q_l for every limb l: ``consts`` is uint32[L] (one residue per limb,
     e.g. a CRT factor or P^-1), ``x`` is uint32[..., L, N]."""
+    ctx = as_context(ctx, "mul_limb_consts")
+    host = x
     x = as_poly(x, "mul_limb_consts")
+    check_canonical(host, ctx.primes_for(ctx.rows_for(x.shape[-2], rows)), "mul_limb_consts")
     consts = jnp.asarray(consts)
     if consts.dtype != _U32 or consts.shape != (x.shape[-2],):
         raise ValueError(f"mul_limb_consts: consts must be uint32[{x.shape[-2]}] (one per limb), "
@@ -90,6 +104,6 @@ def mac_mod(acc, a, b, ctx, rows: Sequence[int] | None = None) -> jax.Array:
 
 def reduce_mod(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     """Any uint32 values -> canonical residues x mod q (e.g. to import external data)."""
-    x, q, nqinv, r2 = _limb_consts(ctx, x, rows, "reduce_mod")
+    x, q, nqinv, r2 = _limb_consts(ctx, x, rows, "reduce_mod", canonical=False)
     one = jnp.ones_like(q)
     return _mont(_mont(x, r2, q, nqinv), one, q, nqinv)  # x R^2 R^-1 = x R; x R * 1 * R^-1

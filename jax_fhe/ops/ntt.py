@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import as_context, as_poly, check_ring_degree, rows_array
+from ._checks import as_context, as_poly, check_canonical, check_ring_degree, rows_array
 
 # Below this bound the CUDA kernels use Harvey's lazy butterflies (values up to 4q fit a word).
 LAZY_PRIME_BOUND = 1 << 30
@@ -53,8 +53,10 @@ def ntt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     """Forward NTT. ``x``: uint32[..., L, N] with residues in [0, q); ``rows``: which context
     primes the L limbs use (default: the first L). Returns uint32[..., L, N]."""
     ctx = as_context(ctx, "ntt")
+    host = x
     x = as_poly(x, "ntt", ctx.n)
     rows = ctx.rows_for(x.shape[-2], rows)
+    check_canonical(host, ctx.primes_for(rows), "ntt")
     call = jax.ffi.ffi_call("jax_fhe_ntt_forward", jax.ShapeDtypeStruct(x.shape, x.dtype),
                             vmap_method="expand_dims")
     return call(x, rows_array(rows), ctx.moduli, ctx.psi, ctx.psi_shoup, lazy=lazy_butterflies(ctx, rows),
@@ -94,8 +96,10 @@ def ntt_lift(x, ctx, limbs: int | None = None, rows: Sequence[int] | None = None
 def intt(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     """Inverse NTT (including the N^-1 scaling): ``intt(ntt(x)) == x``."""
     ctx = as_context(ctx, "intt")
+    host = x
     x = as_poly(x, "intt", ctx.n)
     rows = ctx.rows_for(x.shape[-2], rows)
+    check_canonical(host, ctx.primes_for(rows), "intt")
     call = jax.ffi.ffi_call("jax_fhe_ntt_inverse", jax.ShapeDtypeStruct(x.shape, x.dtype),
                             vmap_method="expand_dims")
     return call(x, rows_array(rows), ctx.moduli, ctx.ipsi, ctx.ipsi_shoup, ctx.n_inv,

@@ -29,7 +29,7 @@ import numpy as np
 from .. import lwe
 from ..ops import add_mod, automorphism_ntt, mul_limb_consts, mul_mod, ntt, sub_mod
 from ..rlwe import gadget as gd
-from ..rns import HostRandom
+from ..rns import HostRandom, progress_bar, slow_keygen
 from ..rns.pytree import pytree_dataclass, static_field
 from . import modgemm
 from .modgemm import mod_matmul, split_planes
@@ -49,6 +49,7 @@ class ExpansionKeys:
 
     @property
     def levels(self) -> int:
+        """Number of expansion levels (one key each)."""
         return len(self.galois)
 
     def __repr__(self) -> str:
@@ -61,15 +62,19 @@ def expansion_levels(count: int) -> int:
 
 
 def make_expansion_keys(key: RingKey, tables: RingTables, levels: int,
-                        rng: HostRandom | None = None) -> ExpansionKeys:
+                        rng: HostRandom | None = None, *, progress: bool | None = None) -> ExpansionKeys:
+    """The ``levels`` automorphism keys of query expansion (X -> X^(N/2^j + 1), j < levels)
+    under the client's ring key, from ``rng`` (None: os.urandom). ``progress``: a tqdm bar over
+    the keys (None: when they take long, :func:`jax_fhe.rns.slow_keygen`)."""
     rng = HostRandom() if rng is None else rng
     n = tables.params.n
     if not 1 <= levels <= n.bit_length() - 1:
         raise ValueError(f"make_expansion_keys: levels must be in [1, log2 N = {n.bit_length() - 1}], got {levels}")
     galois = tuple(n // (1 << j) + 1 for j in range(levels))
     p = tables.params
+    todo = progress_bar(galois, progress, auto=slow_keygen(levels, n), desc="expansion keys", unit="key")
     rows = jnp.stack([gd.automorphism_key(key.s_ntt, g, tables.ks, tables.ctx, rng, p.sigma, p.tail).rows
-                      for g in galois])
+                      for g in todo])
     return ExpansionKeys(rows=rows, galois=galois)
 
 

@@ -31,13 +31,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from tqdm.auto import tqdm
 
 from .. import lwe
 from ..lwe import LWE_N1280, LWEParams, public_matrix
 from ..ops import ntt
 from ..rlwe import rgsw
-from ..rns import HostRandom
+from ..rns import HostRandom, progress_bar
 from ..rns.pytree import pytree_dataclass, static_field
 from . import exppack as ep
 from . import ring as rg
@@ -90,38 +89,48 @@ class VIPIRParams:
     # --- dimensions ---------------------------------------------------------------------------
     @property
     def rows(self) -> int:
+        """DB rows: blocks x N."""
         return self.blocks * self.ring.n
 
     @property
     def db_bytes(self) -> int:
+        """DB size in bytes (rows x D_0)."""
         return self.rows * self.cols
 
     @property
     def record_bytes(self) -> int:
+        """Bytes per record (a whole column for ExpPack(S), N otherwise)."""
         return self.rows if self.protocol == "exppack" else self.ring.n
 
     @property
     def num_records(self) -> int:
+        """Number of records the DB holds."""
         return self.cols if self.protocol == "exppack" else self.blocks * self.cols
 
     @property
     def select_bits(self) -> int:
+        """The hybrid's CMUX levels, log2(blocks) (0 for the other protocols)."""
         return (self.blocks - 1).bit_length() if self.protocol == "hybrid" else 0
 
     @property
     def expansion_count(self) -> int:
+        """Ciphertexts query expansion must produce: the LWE dimension n plus the hybrid's selector slots."""
         return self.lwe.n + self.select_bits * self.ring.sel_len
 
     @property
     def levels(self) -> int:
+        """Expansion levels, ceil(log2(expansion_count)) (one key each)."""
         return ep.expansion_levels(self.expansion_count)
 
     @property
     def response_cts(self) -> int:
+        """RLWE ciphertexts per answer (blocks, 1 or 8)."""
         return {"exppack": self.blocks, "hybrid": 1, "double": 8}[self.protocol]
 
     # --- communication (bytes; VIPIR Table 1 counts query + ct_ExpPack + response) -------------
     def communication(self) -> dict:
+        """Bytes of each message (VIPIR Table 1): query (LWE parts + ct_ExpPack), response, their
+        total, the reusable keys uploaded once, and the record size."""
         ring = self.ring
         q1 = 4 * self.cols
         q2 = 4 * self.blocks if self.protocol == "double" else 0
@@ -237,13 +246,16 @@ class Answer:
 # --- client -------------------------------------------------------------------------------------
 
 
-def client_keygen(params: VIPIRParams, tables: RingTables, rng: HostRandom | None = None) -> ClientKeys:
-    """Long-term RLWE key plus its public expansion (and hybrid conversion) keys."""
+def client_keygen(params: VIPIRParams, tables: RingTables, rng: HostRandom | None = None, *,
+                  progress: bool | None = None) -> ClientKeys:
+    """Long-term RLWE key plus its public expansion (and hybrid conversion) keys. ``progress``:
+    a tqdm bar over the expansion keys (None: when they take long; about 0.5 s for VIPIR's
+    N = 4096 sets on a CPU host, so no bar by default)."""
     _check_params(params, "client_keygen")
     _check_tables(params, tables, "client_keygen")
     rng = HostRandom() if rng is None else rng
     key = rg.keygen(tables, rng)
-    exp = ep.make_expansion_keys(key, tables, params.levels, rng)
+    exp = ep.make_expansion_keys(key, tables, params.levels, rng, progress=progress)
     conv = None
     if params.protocol == "hybrid":
         r = params.ring
@@ -360,8 +372,7 @@ def compute_hint(params: VIPIRParams, db: jax.Array, tables: RingTables, *, prog
     # Allocated once in its final shape and filled in place: a reshape outside jit would copy
     # the planes (as large as a 16 GiB DB at N = 4096, blocks = 256, n = 1280).
     planes = jnp.zeros((n, limbs, 4 * params.blocks, nl), jnp.int8)
-    show = len(starts) > 1 if progress is None else bool(progress)
-    for b0 in tqdm(starts, desc="VIPIR hint", unit="step", disable=not show):
+    for b0 in progress_bar(starts, progress, auto=len(starts) > 1, desc="VIPIR hint", unit="step"):
         cnt = min(step, params.blocks - b0)
         chunk = _hint_step(db[b0 * n:(b0 + cnt) * n], a, tables)
         planes = _insert(planes, chunk.reshape(n, limbs, 4, cnt, nl), b0)

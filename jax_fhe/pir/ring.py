@@ -71,14 +71,17 @@ class RingParams:
 
     @property
     def p(self) -> int:
+        """The plaintext modulus p = 2^log_p."""
         return 1 << self.log_p
 
     @property
     def q(self) -> int:
+        """The ciphertext modulus Q, the product of the primes."""
         return math.prod(self.primes)
 
     @property
     def log_q(self) -> float:
+        """log2 Q."""
         return math.log2(self.q)
 
     @property
@@ -93,6 +96,7 @@ class RingParams:
 
     @property
     def limbs(self) -> int:
+        """Number of primes (RNS limbs)."""
         return len(self.primes)
 
     def ct_bytes(self, limbs: int | None = None) -> int:
@@ -140,6 +144,8 @@ class RingTables:
 
 
 def make_tables(params: RingParams) -> RingTables:
+    """Build the device tables of ``params`` (:class:`RingTables`: NTT context, gadgets, Delta,
+    modulus-switching and expansion constants)."""
     ps = params.primes
     q_rest = math.prod(ps[1:])
     consts = np.zeros((2, len(ps)), dtype=np.uint32)
@@ -177,6 +183,7 @@ class RingKey:
 
 
 def keygen(tables: RingTables, rng: HostRandom | None = None) -> RingKey:
+    """A fresh ternary RLWE secret (``rng``: None means os.urandom) and its NTT: :class:`RingKey`."""
     s = rlwe_enc.sample_secret(tables.params.n, as_host_random(rng))
     return RingKey(s=jnp.asarray(s), s_ntt=rlwe_enc.secret_ntt(s, tables.ctx), params=tables.params)
 

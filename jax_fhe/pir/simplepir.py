@@ -26,9 +26,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from tqdm.auto import tqdm
 
 from ..lwe import LWE_N1280, HostRandom, LWEParams, public_matrix
+from ..rns.progress import progress_bar
 from ..rns.pytree import pytree_dataclass, static_field
 from .db_gemm import db_gemm
 
@@ -94,14 +94,17 @@ class SimplePIRParams:
 
     @property
     def hint_bytes(self) -> int:
+        """Size of the hint H = DB @ A (uint32[D_1, n]) in bytes."""
         return 4 * self.rows * self.lwe.n
 
     @property
     def query_bytes(self) -> int:
+        """Size of one query (uint32[D_0]) in bytes."""
         return 4 * self.cols
 
     @property
     def answer_bytes(self) -> int:
+        """Size of one answer (uint32[D_1]) in bytes."""
         return 4 * self.rows
 
     def __repr__(self) -> str:
@@ -210,9 +213,8 @@ def compute_hint(server: ServerDB, *, progress: bool | None = None, chunk_rows: 
     rows = params.rows
     chunk = max(1, min(int(chunk_rows), rows))
     starts = range(0, rows, chunk)
-    show = len(starts) > 1 if progress is None else bool(progress)
     parts = []
-    for r0 in tqdm(starts, desc="SimplePIR hint", unit="chunk", disable=not show):
+    for r0 in progress_bar(starts, progress, auto=len(starts) > 1, desc="SimplePIR hint", unit="chunk"):
         block = server.db[r0:r0 + chunk]
         if block.shape[0] < chunk:  # pad the tail so every chunk reuses one compiled GEMM
             block = jnp.pad(block, ((0, chunk - block.shape[0]), (0, 0)))

@@ -37,10 +37,12 @@ class Ciphertext:
 
     @property
     def degree(self) -> int:
+        """k - 1: 1 for a fresh ciphertext, 2 after a product without relinearization."""
         return self.size - 1
 
     @property
     def batch_shape(self) -> tuple:
+        """The leading (batch) axes of ``data``."""
         return tuple(self.data.shape[:-3])
 
     def replace(self, **changes) -> "Ciphertext":

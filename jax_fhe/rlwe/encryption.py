@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import ops
 from ..rns.context import RNSContext
-from ..rns.sampling import HostRandom, as_host_random, to_residues
+from ..rns.sampling import SEED_BYTES, HostRandom, SeededUniform, as_host_random, to_residues, uniform_residues
 from ..rns.shoup import device_u32
 
 NOISE_TAIL = 6.0  # discrete Gaussian noise truncated at 6 sigma
@@ -51,20 +51,39 @@ def noise_ntt(shape: tuple, ring: RNSContext, rows: Sequence[int], rng: HostRand
 
 def uniform(batch: tuple, ring: RNSContext, rows: Sequence[int], rng: HostRandom) -> jax.Array:
     """Uniform residues uint32[*batch, L, N] on ``rows`` (uniform in either domain)."""
-    raw = rng.uniform_mod(ring.primes_for(rows), tuple(batch) + (ring.n,))
-    return jnp.asarray(np.moveaxis(raw, 0, -2))
+    return jnp.asarray(uniform_residues(rng, ring.primes_for(rows), tuple(batch), ring.n))
+
+
+def new_seed(rng: HostRandom | None, seeded: bool) -> bytes | None:
+    """A fresh public seed for a seeded ``a`` (drawn from ``rng``), or None when not ``seeded``."""
+    return as_host_random(rng).bytes(SEED_BYTES) if seeded else None
+
+
+def seed_record(a_seed: bytes, ring: RNSContext, rows: Sequence[int], batch: tuple, *, field: str = "data",
+                limbs: int | None = None) -> SeededUniform:
+    """The :class:`jax_fhe.rns.SeededUniform` record of data [*batch, 2, limbs, N] whose "a"
+    component was drawn by :func:`encrypt_sk` with ``a_seed`` on ``rows`` of ``ring`` (and, with
+    ``limbs``, scattered into limb positions ``rows`` of that many limbs)."""
+    rows = tuple(int(r) for r in rows)
+    return SeededUniform(field=field, axis=-3, index=1, seed=bytes(a_seed), moduli=ring.primes_for(rows),
+                         batch=tuple(int(b) for b in batch), n=ring.n,
+                         rows=None if limbs is None else rows, limbs=None if limbs is None else int(limbs))
 
 
 def encrypt_sk(m, s, ring: RNSContext, rows: Sequence[int], rng: HostRandom | None, sigma: float,
-               tail: float = NOISE_TAIL) -> jax.Array:
+               tail: float = NOISE_TAIL, *, a_seed: bytes | None = None) -> jax.Array:
     """Secret-key encryptions of NTT-domain messages ``m``: uint32[..., L, N] on ``rows``, under the
     NTT-domain secret ``s`` (uint32[L, N] on the same rows). Returns uint32[..., 2, L, N] (NTT):
-    (m + e - a s, a) with a uniform and e discrete Gaussian."""
+    (m + e - a s, a) with a uniform and e discrete Gaussian.
+
+    ``a_seed`` (bytes): draw a from the public stream ``HostRandom.public(a_seed)`` instead of
+    ``rng`` (e still comes from ``rng``), so that a can be stored as the seed
+    (:func:`seed_record`, :mod:`jax_fhe.io`)."""
     rng = as_host_random(rng)
     rows = tuple(rows)
     m = jnp.asarray(m)
     batch = tuple(m.shape[:-2])
-    a = uniform(batch, ring, rows, rng)
+    a = uniform(batch, ring, rows, rng if a_seed is None else HostRandom.public(bytes(a_seed)))
     e = noise_ntt(batch + (ring.n,), ring, rows, rng, sigma, tail)
     b = ops.sub_mod(ops.add_mod(m, e, ring, rows), ops.mul_mod(a, jnp.broadcast_to(s, a.shape), ring, rows),
                     ring, rows)
@@ -72,10 +91,12 @@ def encrypt_sk(m, s, ring: RNSContext, rows: Sequence[int], rng: HostRandom | No
 
 
 def gen_public_key(s, ring: RNSContext, rows: Sequence[int], rng: HostRandom | None, sigma: float,
-                   tail: float = NOISE_TAIL) -> jax.Array:
-    """An encryption of zero under ``s`` on ``rows``: uint32[2, L, N] = (-a s + e, a)."""
+                   tail: float = NOISE_TAIL, *, a_seed: bytes | None = None) -> jax.Array:
+    """An encryption of zero under ``s`` on ``rows``: uint32[2, L, N] = (-a s + e, a) (``a_seed``:
+    see :func:`encrypt_sk`)."""
     rows = tuple(rows)
-    return encrypt_sk(jnp.zeros((len(rows), ring.n), jnp.uint32), s, ring, rows, rng, sigma, tail)
+    return encrypt_sk(jnp.zeros((len(rows), ring.n), jnp.uint32), s, ring, rows, rng, sigma, tail,
+                      a_seed=a_seed)
 
 
 def encrypt_pk(m, pk, ring: RNSContext, rows: Sequence[int], rng: HostRandom | None, sigma: float,

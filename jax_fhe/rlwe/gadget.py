@@ -43,12 +43,12 @@ from jax import lax
 
 from ..ops import (add_mod, automorphism_ntt, intt, mul_limb_consts, mul_mod, ntt_lift, reduce_mod,
                    rounded_quotient)
-from ..rns import HostRandom, RNSContext
+from ..rns import HostRandom, RNSContext, record_uniform_seed
 from ..rns.crt import CrtQuotient, make_crt_quotient
 from ..rns.pytree import pytree_dataclass, static_field
 from ..rns.shoup import device_u32
 from . import keyswitch
-from .encryption import NOISE_TAIL, encrypt_sk, phase
+from .encryption import NOISE_TAIL, encrypt_sk, phase, seed_record
 
 _U32 = jnp.uint32
 _CHUNK = 16
@@ -79,6 +79,7 @@ class Gadget:
 
     @property
     def base(self) -> int:
+        """The gadget base B = 2^base_log."""
         return 1 << self.base_log
 
     @property
@@ -88,14 +89,17 @@ class Gadget:
 
     @property
     def special_rows(self) -> tuple:
+        """No special primes (the key-switching interface's tables attribute)."""
         return ()
 
     @property
     def ext_rows(self) -> tuple:
+        """The extended basis: the rows themselves (no special primes)."""
         return self.rows
 
     @property
     def modulus(self) -> int:
+        """Q, the product of the gadget's primes."""
         return math.prod(self.primes)
 
     def __repr__(self) -> str:
@@ -229,12 +233,12 @@ def recompose(digits: jax.Array, gadget: Gadget, ctx: RNSContext) -> jax.Array:
 
 
 def encrypt_ntt(s_ntt: jax.Array, m_ntt: jax.Array, ctx: RNSContext, rng: HostRandom,
-                sigma: float, tail: float) -> jax.Array:
+                sigma: float, tail: float, *, a_seed: bytes | None = None) -> jax.Array:
     """RLWE encryptions (b, a) of NTT-domain messages ``m_ntt``: uint32[..., L, N] over every row
-    of ``ctx`` under ``s_ntt`` (uint32[L, N]): :func:`jax_fhe.rlwe.encrypt_sk`."""
+    of ``ctx`` under ``s_ntt`` (uint32[L, N]): :func:`jax_fhe.rlwe.encrypt_sk` (``a_seed`` too)."""
     if not isinstance(rng, HostRandom):
         raise TypeError(f"encrypt_ntt: rng must be a HostRandom, got {type(rng).__name__}")
-    return encrypt_sk(m_ntt, s_ntt, ctx, range(len(ctx.primes)), rng, sigma, tail)
+    return encrypt_sk(m_ntt, s_ntt, ctx, range(len(ctx.primes)), rng, sigma, tail, a_seed=a_seed)
 
 
 def phase_ntt(ct: jax.Array, s_ntt: jax.Array, ctx: RNSContext) -> jax.Array:
@@ -259,19 +263,25 @@ class GadgetKey:
 
 
 def gadget_rows(s_ntt, m_ntt, gadget: Gadget, ctx: RNSContext, rng: HostRandom, sigma: float,
-                tail: float) -> jax.Array:
+                tail: float, *, a_seed: bytes | None = None) -> jax.Array:
     """RLWE encryptions of m * B^j (j < len) under s: uint32[..., len, 2, L, N] (NTT domain)."""
     m_ntt = jnp.asarray(m_ntt)
     scaled = jnp.stack([mul_limb_consts(m_ntt, gadget.powers[j], ctx) for j in range(gadget.length)],
                        axis=-3)
-    return encrypt_ntt(s_ntt, scaled, ctx, rng, sigma, tail)
+    return encrypt_ntt(s_ntt, scaled, ctx, rng, sigma, tail, a_seed=a_seed)
 
 
 def switching_key(s_from_ntt, s_to_ntt, gadget: Gadget, ctx: RNSContext, rng: HostRandom,
-                  sigma: float = 3.2, tail: float = 6.0, *, galois: int = 0) -> GadgetKey:
-    """Key switching from ``s_from`` to ``s_to`` (both NTT-domain uint32[L, N])."""
-    return GadgetKey(rows=gadget_rows(s_to_ntt, s_from_ntt, gadget, ctx, rng, sigma, tail),
-                     galois=int(galois))
+                  sigma: float = 3.2, tail: float = 6.0, *, galois: int = 0,
+                  a_seed: bytes | None = None) -> GadgetKey:
+    """Key switching from ``s_from`` to ``s_to`` (both NTT-domain uint32[L, N]). ``a_seed``: the
+    rows' a parts come from that public seed, recorded on the key (:mod:`jax_fhe.io` then stores
+    the seed)."""
+    key = GadgetKey(rows=gadget_rows(s_to_ntt, s_from_ntt, gadget, ctx, rng, sigma, tail, a_seed=a_seed),
+                    galois=int(galois))
+    if a_seed is not None:
+        record_uniform_seed(key, seed_record(a_seed, ctx, range(len(ctx.primes)), (gadget.length,), field="rows"))
+    return key
 
 
 def automorphism_key(s_ntt, galois: int, gadget: Gadget, ctx: RNSContext, rng: HostRandom,
@@ -360,10 +370,10 @@ def _make_tables(primes, rows, special_rows, alpha, *, base_log: int, length: in
     return make_gadget([primes[r] for r in rows], base_log, length)
 
 
-def _gen_key(ring, s_from, s_to, *, num_q, alpha, sigma, rng, tail=NOISE_TAIL, tables=None):
+def _gen_key(ring, s_from, s_to, *, num_q, alpha, sigma, rng, tail=NOISE_TAIL, tables=None, a_seed=None):
     if not isinstance(tables, Gadget):
         raise ValueError("gadget key generation needs the gadget (tables=make_gadget(...))")
-    return switching_key(s_from, s_to, tables, ring, rng, sigma, tail)
+    return switching_key(s_from, s_to, tables, ring, rng, sigma, tail, a_seed=a_seed)
 
 
 def _decompose(x, ring, gadget):

@@ -52,10 +52,10 @@ from ..ops import take_limbs
 from ..rns.context import RNSContext
 from ..rns.crt import ExactConv, make_exact_conv
 from ..rns.pytree import pytree_dataclass, static_field
-from ..rns.sampling import HostRandom, as_host_random
+from ..rns.sampling import HostRandom, as_host_random, record_uniform_seed
 from ..rns.shoup import device_u32
 from . import keyswitch
-from .encryption import NOISE_TAIL, encrypt_sk
+from .encryption import NOISE_TAIL, encrypt_sk, seed_record
 from .params import digit_rows
 
 
@@ -84,6 +84,7 @@ class HybridTables:
 
     @property
     def ext_rows(self) -> tuple:
+        """The extended basis: the basis rows, then the special rows."""
         return self.rows + self.special_rows
 
     def __repr__(self) -> str:
@@ -149,6 +150,7 @@ class KeySwitchKey:
 
     @property
     def dnum(self) -> int:
+        """Number of digits the key holds."""
         return self.data.shape[-4]
 
     def __repr__(self) -> str:
@@ -156,7 +158,8 @@ class KeySwitchKey:
 
 
 def gen_switching_key(ring: RNSContext, s_from, s_to, *, num_q: int, alpha: int, sigma: float,
-                      rng: HostRandom | None, tail: float = NOISE_TAIL, tables=None) -> KeySwitchKey:
+                      rng: HostRandom | None, tail: float = NOISE_TAIL, tables=None,
+                      a_seed: bytes | None = None) -> KeySwitchKey:
     """A key switching a ciphertext component multiplied by ``s_from`` into one under ``s_to``.
 
     s_from, s_to: uint32[T, N] NTT-domain secrets over every row of ``ring`` (rows 0..num_q-1
@@ -166,7 +169,9 @@ def gen_switching_key(ring: RNSContext, s_from, s_to, *, num_q: int, alpha: int,
     ``tables`` (:class:`HybridTables`) it covers only their basis and special rows, with P the
     product of *their* special primes, and is zero elsewhere: a key whose modulus must stay small
     (e.g. bootstrapping's dense-to-sparse key, an RLWE sample under a sparse secret, secure only
-    over a small modulus) serves those tables alone.
+    over a small modulus) serves those tables alone. ``a_seed`` (bytes): the a parts come from
+    ``HostRandom.public(a_seed)``; the key then carries a :class:`jax_fhe.rns.SeededUniform`
+    record, and :mod:`jax_fhe.io` stores the seed instead of them (half the size).
     """
     rng = as_host_random(rng)
     primes = ring.primes
@@ -186,11 +191,15 @@ def gen_switching_key(ring: RNSContext, s_from, s_to, *, num_q: int, alpha: int,
     g = jnp.broadcast_to(device_u32(gadget)[:, :, None], (dnum, len(active), ring.n))
     sf, st = (take_limbs(s, active) if active != tuple(range(t)) else s for s in (s_from, s_to))
     msg = ops.mul_mod(g, jnp.broadcast_to(sf, g.shape), ring, active)
-    data = encrypt_sk(msg, st, ring, active, rng, sigma, tail)              # [dnum, 2, |active|, N]
-    if active != tuple(range(t)):
+    data = encrypt_sk(msg, st, ring, active, rng, sigma, tail, a_seed=a_seed)  # [dnum, 2, |active|, N]
+    partial = active != tuple(range(t))
+    if partial:
         full = jnp.zeros((dnum, 2, t, ring.n), jnp.uint32)
         data = full.at[:, :, np.asarray(active)].set(data)
-    return KeySwitchKey(data=data, alpha=int(alpha), num_q=int(num_q))
+    key = KeySwitchKey(data=data, alpha=int(alpha), num_q=int(num_q))
+    if a_seed is not None:
+        record_uniform_seed(key, seed_record(a_seed, ring, active, (dnum,), limbs=t if partial else None))
+    return key
 
 
 # -- the three stages -----------------------------------------------------------------------------

@@ -47,7 +47,9 @@ class Method:
     tables_type:    the pytree type of its per-basis tables (dispatch key).
     key_type:       the pytree type of its keys.
     make_tables:    (primes, rows, special_rows, alpha, **options) -> tables.
-    gen_key:        (ring, s_from, s_to, *, num_q, alpha, sigma, rng, tail, tables=None) -> key.
+    gen_key:        (ring, s_from, s_to, *, num_q, alpha, sigma, rng, tail, tables=None[, a_seed])
+                    -> key; ``a_seed`` (optional support): draw the uniform parts from that
+                    public seed and record it on the key.
     decompose:      (x, ring, tables) -> decomposition (a pytree).
     product_extended: (x, dec, key, ring, tables) -> uint32[..., 2, len(ext_rows), N].
     mod_down:       (y, ring, tables) -> uint32[..., len(rows), N] (y: [..., len(ext_rows), N]).
@@ -114,11 +116,14 @@ def make_tables(name: str, primes, rows, special_rows, alpha: int, **options):
 
 
 def gen_key(name: str, ring, s_from, s_to, *, num_q: int, alpha: int, sigma: float, rng,
-            tail: float = 6.0, tables=None):
+            tail: float = 6.0, tables=None, a_seed: bytes | None = None):
     """A key of method ``name`` switching x s_from into a ciphertext under s_to (both NTT-domain
-    secrets over every row of ``ring``; rows 0..num_q-1 are the q primes)."""
+    secrets over every row of ``ring``; rows 0..num_q-1 are the q primes). ``a_seed``: draw the
+    key's uniform parts from this public seed (recorded on the key; see
+    :func:`jax_fhe.rlwe.encrypt_sk`)."""
+    extra = {} if a_seed is None else {"a_seed": a_seed}  # methods without seeding keep working
     return method(name).gen_key(ring, s_from, s_to, num_q=num_q, alpha=alpha, sigma=sigma, rng=rng,
-                                tail=tail, tables=tables)
+                                tail=tail, tables=tables, **extra)
 
 
 # -- the stages ---------------------------------------------------------------------------------------

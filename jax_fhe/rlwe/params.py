@@ -97,14 +97,17 @@ class RLWEParams:
     # -- sizes -------------------------------------------------------------------------------
     @property
     def n(self) -> int:
+        """The ring degree N = 2^log_n."""
         return 1 << int(self.log_n)
 
     @property
     def max_level(self) -> int:
+        """The top level (levels are 0 .. max_level)."""
         return len(self.levels) - 1
 
     @property
     def num_q(self) -> int:
+        """Number of ciphertext primes (q rows)."""
         return len(self.q_primes)
 
     @property
@@ -119,6 +122,7 @@ class RLWEParams:
 
     @property
     def special_rows(self) -> tuple:
+        """Rows of the special primes in the RNS context (after the q rows)."""
         return tuple(range(self.num_q, self.num_q + len(self.p_primes)))
 
     @functools.cached_property
@@ -128,6 +132,7 @@ class RLWEParams:
 
     # -- levels --------------------------------------------------------------------------------
     def check_level(self, level: int) -> int:
+        """``level`` if it is an int in [0, max_level]; ValueError otherwise."""
         if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= self.max_level:
             raise ValueError(f"{self.name}: level {level!r} is not in [0, {self.max_level}]")
         return level
@@ -137,9 +142,11 @@ class RLWEParams:
         return tuple(self.levels[self.check_level(level)])
 
     def primes(self, level: int) -> tuple:
+        """The primes of the limbs of data at ``level``."""
         return tuple(self.q_primes[r] for r in self.rows(level))
 
     def modulus(self, level: int) -> int:
+        """Q_level, the product of ``level``'s primes (an exact integer)."""
         return math.prod(self.primes(level))
 
     def dropped(self, level: int) -> tuple:
@@ -176,4 +183,5 @@ def digit_rows(rows, alpha: int) -> tuple:
 
 
 def log2_fraction(x: Fraction) -> float:
+    """log2 of a positive fraction (its numerator and denominator may exceed the float range)."""
     return math.log2(x.numerator) - math.log2(x.denominator)

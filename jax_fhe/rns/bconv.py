@@ -49,6 +49,8 @@ class BConvTable:
 
     @property
     def overflow_free(self) -> bool:
+        """Whether every output row's sum fits 64 bits without intermediate folding
+        (sum_j T[i][j] q_j < 2^64)."""
         return self.fold_every >= len(self.src)
 
     def __repr__(self) -> str:

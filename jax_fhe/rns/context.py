@@ -69,6 +69,7 @@ class RNSContext:
 
     @property
     def log_n(self) -> int:
+        """log2 N."""
         return self.n.bit_length() - 1
 
     def __repr__(self) -> str:
@@ -91,6 +92,7 @@ class RNSContext:
         return rows
 
     def primes_for(self, rows: Sequence[int]) -> tuple[int, ...]:
+        """The primes of table rows ``rows``."""
         return tuple(self.primes[r] for r in rows)
 
 

@@ -35,6 +35,8 @@ class CrtQuotient:
 
 
 def make_crt_quotient(primes: Sequence[int]) -> CrtQuotient:
+    """The fixed-point tables of round(sum_l y_l / q_l) for ``primes`` (1 to 16 of them):
+    :class:`CrtQuotient`, used by :func:`jax_fhe.ops.rounded_quotient` and the centered conversion."""
     primes = [int(q) for q in primes]
     if not 1 <= len(primes) <= MAX_TERMS:
         raise ValueError(f"the fixed-point CRT quotient needs 1..{MAX_TERMS} primes, got {len(primes)}")

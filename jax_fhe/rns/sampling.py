@@ -11,9 +11,14 @@
   (the table is exact up to 2^-53 per entry). The sampler is numpy, not constant-time: it runs
   on the client's host, not on a shared server.
 * :func:`to_residues` maps small signed integer polynomials (secrets, noise) to RNS residues.
+* :class:`SeededUniform` records that an object's uniform half (the "a" of RLWE samples) was drawn
+  from ``HostRandom.public(seed)``, so that serialization (:mod:`jax_fhe.io`) can store the
+  32-byte seed instead of the polynomials; :func:`record_uniform_seed` attaches the record to
+  the object a generator returns, :func:`uniform_seed_of` reads it back.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import os
@@ -162,10 +167,90 @@ def _gaussian_table(sigma: float, tail: float):
 def to_residues(coeffs, moduli: Sequence[int]) -> np.ndarray:
     """Signed integer coefficients int[..., N] -> residues uint32[..., L, N] (row i mod moduli[i]).
 
-    For small polynomials (secrets, noise, messages) given as any numpy integer array."""
+    For small polynomials (secrets, noise, messages) given as any numpy integer array whose values
+    fit int64 (ValueError otherwise). The output is canonical (row i in [0, moduli[i]))."""
     c = np.asarray(coeffs)
     if not np.issubdtype(c.dtype, np.integer):
         raise TypeError(f"to_residues: coefficients must be integers, got {c.dtype}")
+    if c.dtype == np.uint64 and c.size and int(c.max()) >= 1 << 63:
+        # the int64 conversion below would wrap them to negative numbers
+        raise ValueError(f"to_residues: coefficient {int(c.max())} does not fit int64 (signed values "
+                         "below 2^63 in magnitude are expected)")
     c = c.astype(np.int64)
     q = np.asarray([int(m) for m in moduli], dtype=np.int64).reshape((-1, 1))
     return np.mod(c[..., None, :], q).astype(np.uint32)
+
+
+def uniform_residues(rng: HostRandom, moduli: Sequence[int], batch: tuple, n: int) -> np.ndarray:
+    """Uniform polynomials uint32[*batch, L, n], limb i uniform mod ``moduli[i]``: the one way
+    RLWE ``a`` parts are drawn (so that :meth:`SeededUniform.draw` redraws them bit for bit)."""
+    raw = rng.uniform_mod(moduli, tuple(batch) + (int(n),))
+    return np.moveaxis(raw, 0, -2)
+
+
+#: Bytes of the public seed a generator draws (from its secret stream) for a seeded ``a``.
+SEED_BYTES = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class SeededUniform:
+    """How the uniform half of an object's array was drawn: ``uniform_residues(
+    HostRandom.public(seed), moduli, batch, n)``, scattered into limb positions ``rows`` of
+    ``limbs`` (None: every limb, in order; the other limbs are zero).
+
+    field:  the object's array field (e.g. "data");
+    axis, index: where the uniform half sits in that array (RLWE data [..., 2, L, N]: axis -3,
+            index 1, the "a" component);
+    seed:   the public seed (bytes); moduli, batch, n: what was drawn.
+
+    The seed is public (the polynomials it expands to are public too); it is drawn from the
+    generator's secret stream so that it is fresh and unpredictable. Security rests on SHAKE-256
+    expanding it to uniform-looking residues, as for every seeded ``a`` (Kyber, SEAL)."""
+
+    field: str
+    axis: int
+    index: int
+    seed: bytes
+    moduli: tuple
+    batch: tuple
+    n: int
+    rows: tuple | None = None
+    limbs: int | None = None
+
+    def draw(self) -> np.ndarray:
+        """The uniform half, uint32[*batch, limbs, n] (numpy, on the host)."""
+        a = uniform_residues(HostRandom.public(self.seed), self.moduli, self.batch, self.n)
+        if self.rows is None:
+            return a
+        full = np.zeros(tuple(self.batch) + (int(self.limbs), int(self.n)), np.uint32)
+        full[..., list(self.rows), :] = a
+        return full
+
+    def matches(self, half) -> bool:
+        """Whether ``half`` (the array's uniform half, [*batch, limbs, n]) starts as the seed's
+        stream does: its first limb of the first batch entry against the stream's first n words
+        (a cheap check that the record belongs to this data)."""
+        half = np.asarray(half)
+        if half.shape != tuple(self.batch) + ((len(self.moduli) if self.rows is None else int(self.limbs)),
+                                              int(self.n)):
+            return False
+        words = np.frombuffer(hashlib.shake_256(bytes(self.seed) + (0).to_bytes(8, "little")).digest(8 * int(self.n)),
+                              dtype=np.uint64)
+        first = (words % np.uint64(self.moduli[0])).astype(np.uint32)
+        row = 0 if self.rows is None else int(self.rows[0])
+        return bool(np.array_equal(half[(0,) * len(self.batch) + (row,)], first))
+
+
+def record_uniform_seed(obj, record: SeededUniform):
+    """Attach ``record`` to ``obj`` (returned). Only that object carries it: anything derived
+    from it (``dataclasses.replace``, pytree maps, ``jax.device_put``, jit outputs) is a new
+    object without a record, which serialization stores whole."""
+    if not isinstance(record, SeededUniform):
+        raise TypeError(f"record_uniform_seed: expected a SeededUniform, got {type(record).__name__}")
+    object.__setattr__(obj, "_uniform_seed", record)
+    return obj
+
+
+def uniform_seed_of(obj) -> SeededUniform | None:
+    """The :class:`SeededUniform` record attached to ``obj`` by its generator, or None."""
+    return getattr(obj, "_uniform_seed", None)
