@@ -24,12 +24,12 @@ from .encryption import NOISE_TAIL
 
 
 def gen_galois_key(method: str, ring: RNSContext, s, galois: int, *, num_q: int, alpha: int,
-                   sigma: float, rng, tail: float = NOISE_TAIL, tables=None):
+                   sigma: float, rng, tail: float = NOISE_TAIL, tables=None, error_factor: int = 1):
     """A key-switch-first key for X -> X^galois: switches s (NTT-domain uint32[T, N] over every
     row of ``ring``) into a form under sigma^-1(s)."""
     g_inv = pow(int(galois), -1, 2 * ring.n)
     return keyswitch.gen_key(method, ring, s, ops.automorphism_ntt(s, g_inv), num_q=num_q, alpha=alpha,
-                             sigma=sigma, rng=rng, tail=tail, tables=tables)
+                             sigma=sigma, rng=rng, tail=tail, tables=tables, error_factor=error_factor)
 
 
 def _finish(data, u, galois: int, ring: RNSContext, rows) -> jax.Array:

@@ -46,8 +46,13 @@ class Method:
     name:           the name parameter sets use (``RLWEParams.keyswitch``).
     tables_type:    the pytree type of its per-basis tables (dispatch key).
     key_type:       the pytree type of its keys.
-    make_tables:    (primes, rows, special_rows, alpha, **options) -> tables.
-    gen_key:        (ring, s_from, s_to, *, num_q, alpha, sigma, rng, tail, tables=None) -> key.
+    make_tables:    (primes, rows, special_rows, alpha, **options) -> tables. A method with a
+                    ModDown takes the option ``plain_modulus`` (an int t, or None): then its
+                    ModDown divides with the t-correction (:mod:`.plainmod`), so that the phase
+                    stays the same mod t (BGV, whose keys carry the noise t e).
+    gen_key:        (ring, s_from, s_to, *, num_q, alpha, sigma, rng, tail, tables=None,
+                    error_factor=1) -> key; the key's noise is multiplied by error_factor
+                    (BGV passes its plaintext modulus t).
     decompose:      (x, ring, tables) -> decomposition (a pytree).
     product_extended: (x, dec, key, ring, tables) -> uint32[..., 2, len(ext_rows), N].
     mod_down:       (y, ring, tables) -> uint32[..., len(rows), N] (y: [..., len(ext_rows), N]).
@@ -114,11 +119,12 @@ def make_tables(name: str, primes, rows, special_rows, alpha: int, **options):
 
 
 def gen_key(name: str, ring, s_from, s_to, *, num_q: int, alpha: int, sigma: float, rng,
-            tail: float = 6.0, tables=None):
+            tail: float = 6.0, tables=None, error_factor: int = 1):
     """A key of method ``name`` switching x s_from into a ciphertext under s_to (both NTT-domain
-    secrets over every row of ``ring``; rows 0..num_q-1 are the q primes)."""
+    secrets over every row of ``ring``; rows 0..num_q-1 are the q primes). ``error_factor``:
+    the key's noise is f e (BGV: f = t, so that key switching adds a multiple of t)."""
     return method(name).gen_key(ring, s_from, s_to, num_q=num_q, alpha=alpha, sigma=sigma, rng=rng,
-                                tail=tail, tables=tables)
+                                tail=tail, tables=tables, error_factor=error_factor)
 
 
 # -- the stages ---------------------------------------------------------------------------------------
