@@ -59,7 +59,8 @@ def check_data(x, params, rows: int, what: str, *, any_degree: bool) -> None:
     """Raise unless x is uint32[..., k, rows, N] (k = 2 unless ``any_degree``: 2 or 3)."""
     dtype = getattr(x, "dtype", None)
     if dtype is None or np.dtype(dtype) != np.uint32:
-        raise TypeError(f"{what}: ciphertext data must be uint32, got {dtype if dtype is not None else type(x).__name__}")
+        got = dtype if dtype is not None else type(x).__name__
+        raise TypeError(f"{what}: ciphertext data must be uint32, got {got}")
     if x.ndim < 3 or x.shape[-2:] != (rows, params.n) or x.shape[-3] not in ((2, 3) if any_degree else (2,)):
         k = "2 or 3" if any_degree else "2"
         raise ValueError(f"{what}: ciphertext data has shape {tuple(x.shape)}, expected [..., {k}, {rows}, "

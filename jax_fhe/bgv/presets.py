@@ -1,11 +1,11 @@
 """Named BGV parameter sets (the primes of the BFV presets of the same name).
 
-| name       | N    | t      | q primes     | level 0 / per level | levels | p primes    | log2 PQ | security            |
-|------------|------|--------|--------------|---------------------|--------|-------------|---------|---------------------|
-| "cat-n15"  | 2^15 | 786433 | 24 x 30 bits | 2 / 2 primes        | 0..11  | 5 x 31 bits | ~875    | 128-bit (bound 881) |
-| "n14"      | 2^14 | 65537  | 11 x 30 bits | 1 / 2 primes        | 0..5   | 3 x 31 bits | ~423    | 128-bit (bound 438) |
-| "toy-n12"  | 2^12 | 65537  | 6 x 30 bits  | 1 / 1 prime         | 0..5   | 2 x 31 bits | ~242    | INSECURE (tests)    |
-| "toy-n10"  | 2^10 | 12289  | 18 x 25 bits | 2 / 2 primes        | 0..8   | 3 x 26 bits | ~528    | INSECURE (tests)    |
+| name      | N    | t      | q primes     | level 0 / step | levels | p primes    | log2 PQ | security   |
+|-----------|------|--------|--------------|----------------|--------|-------------|---------|------------|
+| "cat-n15" | 2^15 | 786433 | 24 x 30 bits | 2 / 2 primes   | 0..11  | 5 x 31 bits | ~875    | 128-bit    |
+| "n14"     | 2^14 | 65537  | 11 x 30 bits | 1 / 2 primes   | 0..5   | 3 x 31 bits | ~423    | 128-bit    |
+| "toy-n12" | 2^12 | 65537  | 6 x 30 bits  | 1 / 1 prime    | 0..5   | 2 x 31 bits | ~242    | INSECURE   |
+| "toy-n10" | 2^10 | 12289  | 18 x 25 bits | 2 / 2 primes   | 0..8   | 3 x 26 bits | ~528    | INSECURE   |
 
 A level must divide the noise of a product back below the modulus-switching noise. After a
 switch the noise is about t sqrt(N / 18) per coefficient (the rounding delta_0 + delta_1 s); a

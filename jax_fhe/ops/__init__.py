@@ -12,8 +12,8 @@ from .ntt import intt, ntt, ntt_lift
 
 __all__ = [
     "StackedCenteredConv", "add_mod", "automorphism_coeff", "automorphism_ntt", "bconv", "bconv_centered",
-    "bconv_centered_stacked", "conjugation_element", "digit_key_product", "exact_conv", "galois_element", "mixed_radix_conv",
-    "intt", "mac_mod", "mod_matmul_planes", "mul_limb_consts", "mul_mod", "mul_shoup", "neg_mod", "ntt",
-    "ntt_lift", "reduce_mod",
-    "rounded_quotient", "stack_centered", "sub_mod", "take_limbs", "take_static",
+    "bconv_centered_stacked", "conjugation_element", "digit_key_product", "exact_conv", "galois_element",
+    "intt", "mac_mod", "mixed_radix_conv", "mod_matmul_planes", "mul_limb_consts", "mul_mod", "mul_shoup",
+    "neg_mod", "ntt", "ntt_lift", "reduce_mod", "rounded_quotient", "stack_centered", "sub_mod", "take_limbs",
+    "take_static",
 ]

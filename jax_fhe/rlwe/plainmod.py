@@ -65,7 +65,8 @@ def lift_centered(u, t: int, moduli) -> jax.Array:
     each of ``moduli`` (uint32[L], every one above t): uint32[..., L, N]."""
     u = jnp.expand_dims(u, -2)
     q = jnp.asarray(moduli)[:, None]
-    return jnp.where(u > jnp.uint32(int(t) // 2), u + (q - jnp.uint32(t)), jnp.broadcast_to(u, u.shape[:-2] + (q.shape[0], u.shape[-1])))
+    shape = u.shape[:-2] + (q.shape[0], u.shape[-1])
+    return jnp.where(u > jnp.uint32(int(t) // 2), u + (q - jnp.uint32(t)), jnp.broadcast_to(u, shape))
 
 
 @pytree_dataclass

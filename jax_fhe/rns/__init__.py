@@ -13,9 +13,8 @@ from .shoup import device_u32
 
 __all__ = [
     "BConvTable", "CrtQuotient", "ExactConv", "HE_STD_128_TERNARY", "HostRandom", "MAX_TERMS", "MixedRadixConv",
-    "RNSContext",
-    "as_host_random", "check_ntt_prime", "crt_centered", "check_ring_degree", "check_rlwe_security", "device_u32",
-    "fold_interval", "is_prime", "make_bconv_table", "make_context", "make_crt_quotient", "make_exact_conv",
-    "make_mixed_radix_conv",
-    "ntt_primes", "primitive_root_of_unity", "pytree_dataclass", "static_field", "to_residues",
+    "RNSContext", "as_host_random", "check_ntt_prime", "crt_centered", "check_ring_degree", "check_rlwe_security",
+    "device_u32", "fold_interval", "is_prime", "make_bconv_table", "make_context", "make_crt_quotient",
+    "make_exact_conv", "make_mixed_radix_conv", "ntt_primes", "primitive_root_of_unity", "pytree_dataclass",
+    "static_field", "to_residues",
 ]
