@@ -8,9 +8,10 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..rns.bconv import BConvTable
-from ..rns.crt import MAX_TERMS, CrtQuotient, ExactConv
+from ..rns.crt import MAX_TERMS, CrtQuotient, ExactConv, MixedRadixConv
 from ..rns.pytree import pytree_dataclass, static_field
 from ._checks import as_poly, check_canonical
+from .modarith import mul_shoup
 
 
 def bconv(x, table: BConvTable) -> jax.Array:
@@ -190,3 +191,43 @@ def exact_conv(x, conv: ExactConv, limb_offset: int | None = None) -> jax.Array:
     if not isinstance(conv, ExactConv):
         raise TypeError(f"exact_conv: expected an ExactConv (jax_fhe.rns.make_exact_conv), got {type(conv).__name__}")
     return bconv_centered(x, conv.table, conv.quotient, conv.src_prod, limb_offset)
+
+
+def mixed_radix_conv(x, conv: MixedRadixConv) -> jax.Array:
+    """Centered base conversion from any number of source primes (``exact_conv`` takes at most
+    16), composed of one :func:`exact_conv` per chunk of source primes
+    (:class:`jax_fhe.rns.MixedRadixConv`) and element-wise updates.
+
+    x: uint32[..., Lin, N], coefficient-domain residues of an integer polynomial v modulo the
+    source primes (product Q, in ``conv.src_rows`` order). Returns uint32[..., Lout, N]: an
+    integer congruent to v mod Q, modulo each target prime. It is [v]_Q exactly where
+    |[v]_Q| < Q/2 (1 - 2^-18) (the last chunk's rounding can only slip near Q/2); elsewhere it
+    may be [v]_Q -+ Q; its absolute value is always below (Q/2)(1 + 2^-16). With at most 16
+    source primes it is :func:`exact_conv` (one chunk). Jittable, batched, the same bits on
+    every backend."""
+    if not isinstance(conv, MixedRadixConv):
+        raise TypeError(f"mixed_radix_conv: expected a MixedRadixConv (jax_fhe.rns.make_mixed_radix_conv), "
+                        f"got {type(conv).__name__}")
+    x = as_poly(x, "mixed_radix_conv")
+    if x.shape[-2] != len(conv.src_rows):
+        raise ValueError(f"mixed_radix_conv: input has {x.shape[-2]} limbs but the tables convert from "
+                         f"{len(conv.src_rows)}")
+    nd = len(conv.dst_rows)
+    rest, acc = x, None
+    for j, table in enumerate(conv.chunks):
+        c = exact_conv(rest, table, limb_offset=0)      # digit j on the later chunks + the targets
+        digit = c[..., c.shape[-2] - nd:, :]
+        if acc is None:
+            acc = digit
+        else:
+            p = jnp.broadcast_to(conv.scale[j][0][:, None], digit.shape)
+            acc = _csub(acc + mul_shoup(digit, conv.scale[j]), p)
+        if j + 1 < len(conv.chunks):
+            later = rest[..., len(table.src_rows):, :]
+            q = jnp.broadcast_to(conv.inv[j][0][:, None], later.shape)
+            rest = mul_shoup(_csub(later + (q - c[..., :later.shape[-2], :]), q), conv.inv[j])
+    return acc
+
+
+def _csub(x, q):
+    return jnp.minimum(x, x - q)  # x < 2q: the canonical residue

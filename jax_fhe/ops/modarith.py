@@ -107,3 +107,20 @@ def reduce_mod(x, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     x, q, nqinv, r2 = _limb_consts(ctx, x, rows, "reduce_mod", canonical=False)
     one = jnp.ones_like(q)
     return _mont(_mont(x, r2, q, nqinv), one, q, nqinv)  # x R^2 R^-1 = x R; x R * 1 * R^-1
+
+
+def mul_shoup(x, consts) -> jax.Array:
+    """x * w_l mod p_l for every limb l without an RNS context (Shoup's method), for moduli that
+    no context holds (e.g. a plaintext modulus t).
+
+    x:      uint32[..., L, N], any values below 2^32.
+    consts: uint32[3, L] = (p_l, w_l, floor(w_l 2^32 / p_l)) with w_l < p_l < 2^31
+            (:func:`jax_fhe.rns.shoup` gives the third row).
+    Returns canonical residues in [0, p_l)."""
+    x = as_poly(x, "mul_shoup")
+    consts = jnp.asarray(consts)
+    if consts.dtype != _U32 or consts.shape != (3, x.shape[-2]):
+        raise ValueError(f"mul_shoup: consts must be uint32[3, {x.shape[-2]}] (modulus, constant, Shoup "
+                         f"companion per limb), got {consts.dtype}{list(consts.shape)}")
+    p, w, ws = (jnp.broadcast_to(consts[i][:, None], x.shape) for i in range(3))
+    return _csub(x * w - lax.mulhi(x, ws) * p, p)  # in [0, 2p) before the subtraction

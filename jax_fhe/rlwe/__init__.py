@@ -11,11 +11,14 @@ Built only from :mod:`jax_fhe.rns` (tables, sampling) and :mod:`jax_fhe.ops` (ke
 * :mod:`.encryption`: secrets, secret/public-key encryption, the phase (decryption).
 * :mod:`.keyswitch`: the key-switching interface (decompose, product without ModDown, ModDown,
   the fused switch) and the method registry; :mod:`.hybrid` and :mod:`.gadget` register there.
+* :mod:`.plainmod`: a plaintext modulus t (BFV, BGV): centered lifts of residues mod t, and
+  the t-correction that makes a division by primes (ModDown, modulus switching) keep the
+  phase mod t.
 * :mod:`.galois`: automorphisms of ciphertexts with "key switch first" Galois keys, and
   hoisted automorphisms.
 * :mod:`.rgsw`: RGSW ciphertexts, the external product, CMUX, RLWE -> RGSW conversion.
 """
-from . import ciphertext, encryption, gadget, galois, hybrid, keyswitch, params, rgsw
+from . import ciphertext, encryption, gadget, galois, hybrid, keyswitch, params, plainmod, rgsw
 from .galois import apply_galois, apply_galois_hoisted, gen_galois_key
 from .ciphertext import Ciphertext
 from .encryption import (NOISE_TAIL, encrypt_pk, encrypt_sk, gen_public_key, noise_ntt, phase, sample_secret,
@@ -32,7 +35,7 @@ from .rgsw import RGSWCiphertext, cmux, external_product, from_rlwe
 __all__ = [
     "NOISE_TAIL", "Ciphertext", "RLWEParams", "apply_galois", "apply_galois_hoisted", "automorphism", "galois",
     "ciphertext", "digit_rows", "encrypt_pk", "encrypt_sk", "encryption", "gen_galois_key",
-    "gen_public_key", "keyswitch", "noise_ntt", "params", "phase", "sample_secret", "secret_ntt", "uniform",
+    "gen_public_key", "keyswitch", "noise_ntt", "params", "phase", "plainmod", "sample_secret", "secret_ntt", "uniform",
     # the key-switching interface and its hybrid method
     "key_switch", "HybridTables", "KeySwitchKey", "gen_switching_key", "hybrid", "key_inner_product",
     "key_product_extended", "key_switch_convs", "make_hybrid_tables", "mod_down", "mod_up", "mod_up_convs",

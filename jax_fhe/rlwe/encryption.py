@@ -42,11 +42,24 @@ def secret_ntt(s, ring: RNSContext, rows: Sequence[int] | None = None) -> jax.Ar
 
 
 def noise_ntt(shape: tuple, ring: RNSContext, rows: Sequence[int], rng: HostRandom, sigma: float,
-              tail: float = NOISE_TAIL) -> jax.Array:
-    """Discrete Gaussian noise polynomials of batch shape ``shape`` (last axis N), in the NTT
-    domain on ``rows``: uint32[*shape[:-1], L, N]."""
+              tail: float = NOISE_TAIL, error_factor: int = 1) -> jax.Array:
+    """Discrete Gaussian noise polynomials of batch shape ``shape`` (last axis N), times the
+    integer ``error_factor`` (BGV: the plaintext modulus t), in the NTT domain on ``rows``:
+    uint32[*shape[:-1], L, N]."""
     e = rng.gaussian(shape, sigma, tail)
+    factor = check_error_factor(error_factor)
+    if factor != 1:
+        e = e.astype(np.int64) * factor  # |e| t < 2^63
     return ops.ntt(jnp.asarray(to_residues(e, ring.primes_for(rows))), ring, rows)
+
+
+def check_error_factor(error_factor) -> int:
+    """``error_factor`` as a positive int below 2^31 (TypeError/ValueError otherwise)."""
+    if isinstance(error_factor, bool) or not isinstance(error_factor, (int, np.integer)):
+        raise TypeError(f"error_factor must be an int (1, or BGV's plaintext modulus t), got {error_factor!r}")
+    if not 1 <= int(error_factor) < 1 << 31:
+        raise ValueError(f"error_factor must be in [1, 2^31), got {error_factor}")
+    return int(error_factor)
 
 
 def uniform(batch: tuple, ring: RNSContext, rows: Sequence[int], rng: HostRandom) -> jax.Array:
@@ -71,10 +84,11 @@ def seed_record(a_seed: bytes, ring: RNSContext, rows: Sequence[int], batch: tup
 
 
 def encrypt_sk(m, s, ring: RNSContext, rows: Sequence[int], rng: HostRandom | None, sigma: float,
-               tail: float = NOISE_TAIL, *, a_seed: bytes | None = None) -> jax.Array:
+               tail: float = NOISE_TAIL, error_factor: int = 1, *, a_seed: bytes | None = None) -> jax.Array:
     """Secret-key encryptions of NTT-domain messages ``m``: uint32[..., L, N] on ``rows``, under the
     NTT-domain secret ``s`` (uint32[L, N] on the same rows). Returns uint32[..., 2, L, N] (NTT):
-    (m + e - a s, a) with a uniform and e discrete Gaussian.
+    (m + f e - a s, a) with a uniform, e discrete Gaussian and f = ``error_factor`` (1; BGV
+    passes its plaintext modulus t, so that the noise vanishes mod t).
 
     ``a_seed`` (bytes): draw a from the public stream ``HostRandom.public(a_seed)`` instead of
     ``rng`` (e still comes from ``rng``), so that a can be stored as the seed
@@ -84,31 +98,33 @@ def encrypt_sk(m, s, ring: RNSContext, rows: Sequence[int], rng: HostRandom | No
     m = jnp.asarray(m)
     batch = tuple(m.shape[:-2])
     a = uniform(batch, ring, rows, rng if a_seed is None else HostRandom.public(bytes(a_seed)))
-    e = noise_ntt(batch + (ring.n,), ring, rows, rng, sigma, tail)
+    e = noise_ntt(batch + (ring.n,), ring, rows, rng, sigma, tail, error_factor)
     b = ops.sub_mod(ops.add_mod(m, e, ring, rows), ops.mul_mod(a, jnp.broadcast_to(s, a.shape), ring, rows),
                     ring, rows)
     return jnp.stack([b, a], axis=-3)
 
 
 def gen_public_key(s, ring: RNSContext, rows: Sequence[int], rng: HostRandom | None, sigma: float,
-                   tail: float = NOISE_TAIL, *, a_seed: bytes | None = None) -> jax.Array:
-    """An encryption of zero under ``s`` on ``rows``: uint32[2, L, N] = (-a s + e, a) (``a_seed``:
-    see :func:`encrypt_sk`)."""
+                   tail: float = NOISE_TAIL, error_factor: int = 1, *, a_seed: bytes | None = None) -> jax.Array:
+    """An encryption of zero under ``s`` on ``rows``: uint32[2, L, N] = (-a s + f e, a),
+    f = ``error_factor`` (``a_seed``: see :func:`encrypt_sk`)."""
     rows = tuple(rows)
     return encrypt_sk(jnp.zeros((len(rows), ring.n), jnp.uint32), s, ring, rows, rng, sigma, tail,
-                      a_seed=a_seed)
+                      error_factor, a_seed=a_seed)
 
 
 def encrypt_pk(m, pk, ring: RNSContext, rows: Sequence[int], rng: HostRandom | None, sigma: float,
-               tables=None, tail: float = NOISE_TAIL) -> jax.Array:
+               tables=None, tail: float = NOISE_TAIL, error_factor: int = 1) -> jax.Array:
     """Public-key encryptions of NTT-domain messages ``m``: uint32[..., L, N] on ``rows``.
 
-    Without ``tables``: (v pk_0 + e0 + m, v pk_1 + e1) on ``rows`` (``pk``: uint32[2, T, N] over
-    the ring's rows, v a uniform ternary polynomial). With key-switching ``tables`` for ``rows``
-    (:mod:`.keyswitch`) the encryption runs in the extended basis QP and divides by P:
-    ((v pk_0 + e0 + P m, v pk_1 + e1)) / P, so that the noise v e + e0 + e1 s shrinks by P and
-    only the division's rounding remains (|eps0 + eps1 s| ~ sqrt(h / 12) instead of ~ sigma
-    sqrt(N)). Returns uint32[..., 2, L, N] (NTT)."""
+    Without ``tables``: (v pk_0 + f e0 + m, v pk_1 + f e1) on ``rows`` (``pk``: uint32[2, T, N]
+    over the ring's rows, v a uniform ternary polynomial, f = ``error_factor``). With
+    key-switching ``tables`` for ``rows`` (:mod:`.keyswitch`) the encryption runs in the
+    extended basis QP and divides by P: ((v pk_0 + f e0 + P m, v pk_1 + f e1)) / P, so that the
+    noise v e + e0 + e1 s shrinks by P and only the division's rounding remains
+    (|eps0 + eps1 s| ~ sqrt(h / 12) instead of ~ sigma sqrt(N)); tables made with a plaintext
+    modulus t (BGV) divide with the t-correction, which keeps the phase mod t (the rounding
+    term is then a multiple of t). Returns uint32[..., 2, L, N] (NTT)."""
     from . import keyswitch  # the interface imports this module's helpers for key generation
 
     rng = as_host_random(rng)
@@ -124,9 +140,9 @@ def encrypt_pk(m, pk, ring: RNSContext, rows: Sequence[int], rng: HostRandom | N
     pk = ops.take_static(pk, enc_rows, -2, max_runs=1)
     full = lambda x: jnp.broadcast_to(x, shape)  # noqa: E731
     c0 = ops.add_mod(ops.mul_mod(v, full(pk[0]), ring, enc_rows),
-                     noise_ntt(batch + (ring.n,), ring, enc_rows, rng, sigma, tail), ring, enc_rows)
+                     noise_ntt(batch + (ring.n,), ring, enc_rows, rng, sigma, tail, error_factor), ring, enc_rows)
     c1 = ops.add_mod(ops.mul_mod(v, full(pk[1]), ring, enc_rows),
-                     noise_ntt(batch + (ring.n,), ring, enc_rows, rng, sigma, tail), ring, enc_rows)
+                     noise_ntt(batch + (ring.n,), ring, enc_rows, rng, sigma, tail, error_factor), ring, enc_rows)
     nl = len(rows)
     if tables is None:
         return jnp.stack([ops.add_mod(c0, m, ring, rows), c1], axis=-3)

@@ -233,12 +233,13 @@ def recompose(digits: jax.Array, gadget: Gadget, ctx: RNSContext) -> jax.Array:
 
 
 def encrypt_ntt(s_ntt: jax.Array, m_ntt: jax.Array, ctx: RNSContext, rng: HostRandom,
-                sigma: float, tail: float, *, a_seed: bytes | None = None) -> jax.Array:
+                sigma: float, tail: float, error_factor: int = 1, *, a_seed: bytes | None = None) -> jax.Array:
     """RLWE encryptions (b, a) of NTT-domain messages ``m_ntt``: uint32[..., L, N] over every row
-    of ``ctx`` under ``s_ntt`` (uint32[L, N]): :func:`jax_fhe.rlwe.encrypt_sk` (``a_seed`` too)."""
+    of ``ctx`` under ``s_ntt`` (uint32[L, N]): :func:`jax_fhe.rlwe.encrypt_sk` (noise times
+    ``error_factor``; ``a_seed`` too)."""
     if not isinstance(rng, HostRandom):
         raise TypeError(f"encrypt_ntt: rng must be a HostRandom, got {type(rng).__name__}")
-    return encrypt_sk(m_ntt, s_ntt, ctx, range(len(ctx.primes)), rng, sigma, tail, a_seed=a_seed)
+    return encrypt_sk(m_ntt, s_ntt, ctx, range(len(ctx.primes)), rng, sigma, tail, error_factor, a_seed=a_seed)
 
 
 def phase_ntt(ct: jax.Array, s_ntt: jax.Array, ctx: RNSContext) -> jax.Array:
@@ -263,21 +264,22 @@ class GadgetKey:
 
 
 def gadget_rows(s_ntt, m_ntt, gadget: Gadget, ctx: RNSContext, rng: HostRandom, sigma: float,
-                tail: float, *, a_seed: bytes | None = None) -> jax.Array:
+                tail: float, error_factor: int = 1, *, a_seed: bytes | None = None) -> jax.Array:
     """RLWE encryptions of m * B^j (j < len) under s: uint32[..., len, 2, L, N] (NTT domain)."""
     m_ntt = jnp.asarray(m_ntt)
     scaled = jnp.stack([mul_limb_consts(m_ntt, gadget.powers[j], ctx) for j in range(gadget.length)],
                        axis=-3)
-    return encrypt_ntt(s_ntt, scaled, ctx, rng, sigma, tail, a_seed=a_seed)
+    return encrypt_ntt(s_ntt, scaled, ctx, rng, sigma, tail, error_factor, a_seed=a_seed)
 
 
 def switching_key(s_from_ntt, s_to_ntt, gadget: Gadget, ctx: RNSContext, rng: HostRandom,
-                  sigma: float = 3.2, tail: float = 6.0, *, galois: int = 0,
+                  sigma: float = 3.2, tail: float = 6.0, *, galois: int = 0, error_factor: int = 1,
                   a_seed: bytes | None = None) -> GadgetKey:
-    """Key switching from ``s_from`` to ``s_to`` (both NTT-domain uint32[L, N]). ``a_seed``: the
-    rows' a parts come from that public seed, recorded on the key (:mod:`jax_fhe.io` then stores
-    the seed)."""
-    key = GadgetKey(rows=gadget_rows(s_to_ntt, s_from_ntt, gadget, ctx, rng, sigma, tail, a_seed=a_seed),
+    """Key switching from ``s_from`` to ``s_to`` (both NTT-domain uint32[L, N]); the rows' noise
+    is multiplied by ``error_factor`` (BGV: t). ``a_seed``: the rows' a parts come from that
+    public seed, recorded on the key (:mod:`jax_fhe.io` then stores the seed)."""
+    key = GadgetKey(rows=gadget_rows(s_to_ntt, s_from_ntt, gadget, ctx, rng, sigma, tail, error_factor,
+                                     a_seed=a_seed),
                     galois=int(galois))
     if a_seed is not None:
         record_uniform_seed(key, seed_record(a_seed, ctx, range(len(ctx.primes)), (gadget.length,), field="rows"))
@@ -370,10 +372,11 @@ def _make_tables(primes, rows, special_rows, alpha, *, base_log: int, length: in
     return make_gadget([primes[r] for r in rows], base_log, length)
 
 
-def _gen_key(ring, s_from, s_to, *, num_q, alpha, sigma, rng, tail=NOISE_TAIL, tables=None, a_seed=None):
+def _gen_key(ring, s_from, s_to, *, num_q, alpha, sigma, rng, tail=NOISE_TAIL, tables=None, error_factor=1,
+             a_seed=None):
     if not isinstance(tables, Gadget):
         raise ValueError("gadget key generation needs the gadget (tables=make_gadget(...))")
-    return switching_key(s_from, s_to, tables, ring, rng, sigma, tail, a_seed=a_seed)
+    return switching_key(s_from, s_to, tables, ring, rng, sigma, tail, error_factor=error_factor, a_seed=a_seed)
 
 
 def _decompose(x, ring, gadget):

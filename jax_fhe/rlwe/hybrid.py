@@ -54,7 +54,7 @@ from ..rns.crt import ExactConv, make_exact_conv
 from ..rns.pytree import pytree_dataclass, static_field
 from ..rns.sampling import HostRandom, as_host_random, record_uniform_seed
 from ..rns.shoup import device_u32
-from . import keyswitch
+from . import keyswitch, plainmod
 from .encryption import NOISE_TAIL, encrypt_sk, seed_record
 from .params import digit_rows
 
@@ -71,6 +71,8 @@ class HybridTables:
     mod_up_stacked: the ``mod_up`` tables stacked for one launch
               (:func:`jax_fhe.ops.bconv_centered_stacked`), or None where the digits differ in
               size or do not sit back to back in the basis (then each digit converts alone).
+    plain:    None, or the :class:`jax_fhe.rlwe.plainmod.PlainCorrection` of ModDown for a
+              plaintext modulus t (BGV): ModDown then keeps the phase mod t.
     Static: ``rows`` (the basis), ``special_rows`` (P), ``digits`` ((digit index, rows), ...).
     """
 
@@ -78,6 +80,7 @@ class HybridTables:
     mod_down: ExactConv
     p_inv: jax.Array
     mod_up_stacked: object
+    plain: object
     rows: tuple = static_field()
     special_rows: tuple = static_field()
     digits: tuple = static_field()
@@ -87,15 +90,23 @@ class HybridTables:
         """The extended basis: the basis rows, then the special rows."""
         return self.rows + self.special_rows
 
+    @property
+    def plain_modulus(self):
+        """The plaintext modulus t whose phase ModDown keeps (None: plain rounding)."""
+        return None if self.plain is None else self.plain.t
+
     def __repr__(self) -> str:
+        t = "" if self.plain is None else f", t={self.plain.t}"
         return (f"HybridTables(L={len(self.rows)}, alpha_p={len(self.special_rows)}, "
-                f"beta={len(self.digits)})")
+                f"beta={len(self.digits)}{t})")
 
 
 def make_hybrid_tables(primes: Sequence[int], rows: Sequence[int], special_rows: Sequence[int],
-                       alpha: int) -> HybridTables:
+                       alpha: int, plain_modulus: int | None = None) -> HybridTables:
     """Tables for key switching data on ``rows`` of ``primes`` with special rows
-    ``special_rows`` and digits of ``alpha`` global rows."""
+    ``special_rows`` and digits of ``alpha`` global rows. With ``plain_modulus`` t, ModDown
+    divides by P with the t-correction (:mod:`.plainmod`): BGV, whose keys carry the noise t e,
+    so that key switching adds t times a small error and keeps the phase mod t."""
     rows, special = tuple(int(r) for r in rows), tuple(int(r) for r in special_rows)
     if set(rows) & set(special):
         raise ValueError("the basis and the special rows overlap")
@@ -110,6 +121,8 @@ def make_hybrid_tables(primes: Sequence[int], rows: Sequence[int], special_rows:
     return HybridTables(mod_up=tuple(mod_up), mod_down=make_exact_conv(primes, special, rows),
                         p_inv=device_u32(_p_inverse(tuple(int(q) for q in primes), rows, special)),
                         mod_up_stacked=_stack_mod_up(rows, digits, mod_up),
+                        plain=(None if plain_modulus is None else
+                               plainmod.make_plain_correction(primes, special, rows, plain_modulus)),
                         rows=rows, special_rows=special, digits=digits)
 
 
@@ -159,7 +172,7 @@ class KeySwitchKey:
 
 def gen_switching_key(ring: RNSContext, s_from, s_to, *, num_q: int, alpha: int, sigma: float,
                       rng: HostRandom | None, tail: float = NOISE_TAIL, tables=None,
-                      a_seed: bytes | None = None) -> KeySwitchKey:
+                      error_factor: int = 1, a_seed: bytes | None = None) -> KeySwitchKey:
     """A key switching a ciphertext component multiplied by ``s_from`` into one under ``s_to``.
 
     s_from, s_to: uint32[T, N] NTT-domain secrets over every row of ``ring`` (rows 0..num_q-1
@@ -169,9 +182,11 @@ def gen_switching_key(ring: RNSContext, s_from, s_to, *, num_q: int, alpha: int,
     ``tables`` (:class:`HybridTables`) it covers only their basis and special rows, with P the
     product of *their* special primes, and is zero elsewhere: a key whose modulus must stay small
     (e.g. bootstrapping's dense-to-sparse key, an RLWE sample under a sparse secret, secure only
-    over a small modulus) serves those tables alone. ``a_seed`` (bytes): the a parts come from
-    ``HostRandom.public(a_seed)``; the key then carries a :class:`jax_fhe.rns.SeededUniform`
-    record, and :mod:`jax_fhe.io` stores the seed instead of them (half the size).
+    over a small modulus) serves those tables alone. ``error_factor``: the key's noise is
+    multiplied by it (BGV: t; use it with tables made with that plain_modulus). ``a_seed``
+    (bytes): the a parts come from ``HostRandom.public(a_seed)``; the key then carries a
+    :class:`jax_fhe.rns.SeededUniform` record, and :mod:`jax_fhe.io` stores the seed instead of
+    them (half the size).
     """
     rng = as_host_random(rng)
     primes = ring.primes
@@ -191,7 +206,7 @@ def gen_switching_key(ring: RNSContext, s_from, s_to, *, num_q: int, alpha: int,
     g = jnp.broadcast_to(device_u32(gadget)[:, :, None], (dnum, len(active), ring.n))
     sf, st = (take_limbs(s, active) if active != tuple(range(t)) else s for s in (s_from, s_to))
     msg = ops.mul_mod(g, jnp.broadcast_to(sf, g.shape), ring, active)
-    data = encrypt_sk(msg, st, ring, active, rng, sigma, tail, a_seed=a_seed)  # [dnum, 2, |active|, N]
+    data = encrypt_sk(msg, st, ring, active, rng, sigma, tail, error_factor, a_seed=a_seed)  # [dnum, 2, |active|, N]
     partial = active != tuple(range(t))
     if partial:
         full = jnp.zeros((dnum, 2, t, ring.n), jnp.uint32)
@@ -274,8 +289,11 @@ def key_inner_product(ext, key: KeySwitchKey, ring: RNSContext, tables: HybridTa
 def _mod_down_parts(yq, yp, ring: RNSContext, tables: HybridTables) -> jax.Array:
     """:func:`mod_down` of y given as its basis rows yq: uint32[..., L, N] and its special rows
     yp: uint32[..., alpha_p, N]."""
-    conv = ops.ntt(ops.exact_conv(ops.intt(yp, ring, tables.special_rows), tables.mod_down),
-                   ring, tables.rows)
+    yp = ops.intt(yp, ring, tables.special_rows)
+    conv = ops.exact_conv(yp, tables.mod_down)
+    if tables.plain is not None:
+        conv = plainmod.correct(conv, yp, tables.plain, ring)
+    conv = ops.ntt(conv, ring, tables.rows)
     diff = ops.sub_mod(yq, conv, ring, tables.rows)
     return ops.mul_limb_consts(diff, tables.p_inv, ring, tables.rows)
 
@@ -366,6 +384,8 @@ def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,
     yp_coeff = _key_product(x, convs, key, ring, tables, tables.special_rows,
                             intt=(ring, tables.special_rows))                 # [..., 2, alpha_p, N]
     conv = ops.exact_conv(yp_coeff, tables.mod_down)                          # [..., 2, L, N]
+    if tables.plain is not None:
+        conv = plainmod.correct(conv, yp_coeff, tables.plain, ring)
     scale = _p_inverse(ring.primes, tables.rows, tables.special_rows)
     return _key_product(x, convs, key, ring, tables, tables.rows, sub=conv, scale=scale,
                         sub_ntt=(ring, tables.rows))
@@ -406,10 +426,10 @@ def key_switch(x, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> 
     return key_switch_convs(x, mod_up_convs(x, ring, tables), key, ring, tables)
 
 
-def _make_tables(primes, rows, special_rows, alpha, **options):
+def _make_tables(primes, rows, special_rows, alpha, *, plain_modulus=None, **options):
     if options:
-        raise TypeError(f"hybrid key switching takes no options, got {sorted(options)}")
-    return make_hybrid_tables(primes, rows, special_rows, alpha)
+        raise TypeError(f"hybrid key switching takes the option plain_modulus only, got {sorted(options)}")
+    return make_hybrid_tables(primes, rows, special_rows, alpha, plain_modulus)
 
 
 METHOD = keyswitch.register(keyswitch.Method(

@@ -46,10 +46,14 @@ class Method:
     name:           the name parameter sets use (``RLWEParams.keyswitch``).
     tables_type:    the pytree type of its per-basis tables (dispatch key).
     key_type:       the pytree type of its keys.
-    make_tables:    (primes, rows, special_rows, alpha, **options) -> tables.
-    gen_key:        (ring, s_from, s_to, *, num_q, alpha, sigma, rng, tail, tables=None[, a_seed])
-                    -> key; ``a_seed`` (optional support): draw the uniform parts from that
-                    public seed and record it on the key.
+    make_tables:    (primes, rows, special_rows, alpha, **options) -> tables. A method with a
+                    ModDown takes the option ``plain_modulus`` (an int t, or None): then its
+                    ModDown divides with the t-correction (:mod:`.plainmod`), so that the phase
+                    stays the same mod t (BGV, whose keys carry the noise t e).
+    gen_key:        (ring, s_from, s_to, *, num_q, alpha, sigma, rng, tail, tables=None,
+                    error_factor=1[, a_seed]) -> key; the key's noise is multiplied by
+                    error_factor (BGV passes its plaintext modulus t); ``a_seed`` (optional
+                    support): draw the uniform parts from that public seed and record it on the key.
     decompose:      (x, ring, tables) -> decomposition (a pytree).
     product_extended: (x, dec, key, ring, tables) -> uint32[..., 2, len(ext_rows), N].
     mod_down:       (y, ring, tables) -> uint32[..., len(rows), N] (y: [..., len(ext_rows), N]).
@@ -116,14 +120,15 @@ def make_tables(name: str, primes, rows, special_rows, alpha: int, **options):
 
 
 def gen_key(name: str, ring, s_from, s_to, *, num_q: int, alpha: int, sigma: float, rng,
-            tail: float = 6.0, tables=None, a_seed: bytes | None = None):
+            tail: float = 6.0, tables=None, error_factor: int = 1, a_seed: bytes | None = None):
     """A key of method ``name`` switching x s_from into a ciphertext under s_to (both NTT-domain
-    secrets over every row of ``ring``; rows 0..num_q-1 are the q primes). ``a_seed``: draw the
-    key's uniform parts from this public seed (recorded on the key; see
+    secrets over every row of ``ring``; rows 0..num_q-1 are the q primes). ``error_factor``:
+    the key's noise is f e (BGV: f = t, so that key switching adds a multiple of t). ``a_seed``:
+    draw the key's uniform parts from this public seed (recorded on the key; see
     :func:`jax_fhe.rlwe.encrypt_sk`)."""
     extra = {} if a_seed is None else {"a_seed": a_seed}  # methods without seeding keep working
     return method(name).gen_key(ring, s_from, s_to, num_q=num_q, alpha=alpha, sigma=sigma, rng=rng,
-                                tail=tail, tables=tables, **extra)
+                                tail=tail, tables=tables, error_factor=error_factor, **extra)
 
 
 # -- the stages ---------------------------------------------------------------------------------------

@@ -89,3 +89,63 @@ def crt_centered(res, primes: Sequence[int]) -> np.ndarray:
         acc = acc + y.astype(object) * qhat
     acc = acc % big_q
     return np.where(acc > big_q // 2, acc - big_q, acc)
+
+
+@pytree_dataclass
+class MixedRadixConv:
+    """Tables of a centered conversion from more source primes than one
+    :class:`ExactConv` takes (:func:`jax_fhe.ops.mixed_radix_conv` computes it).
+
+    The source rows are split into k chunks C_0..C_{k-1} of at most ``MAX_TERMS`` primes
+    (products Q_0..Q_{k-1}). x is written in mixed radix, x = y_0 + Q_0 y_1 + Q_0 Q_1 y_2 + ...,
+    each digit y_j centered in its chunk: y_j = [r_j]_{Q_j} with r_0 = x and
+    r_{j+1} = (r_j - y_j) / Q_j on the later chunks' primes. The digits are converted exactly
+    (one :class:`ExactConv` per chunk) and summed on the target primes.
+
+    chunks: one :class:`ExactConv` per chunk: C_j -> (rows of C_{j+1..k-1}) + target rows.
+    inv:    per chunk j < k - 1: uint32[3, |C_{j+1..}|] = (prime, Q_j^-1 mod it, its Shoup
+            companion) for the later chunks' primes.
+    scale:  per chunk j: uint32[3, Lout] = (target prime, Q_0..Q_{j-1} mod it, Shoup companion).
+    Static: ``src_rows``, ``dst_rows``.
+    """
+
+    chunks: tuple
+    inv: tuple
+    scale: tuple
+    src_rows: tuple = static_field()
+    dst_rows: tuple = static_field()
+
+
+def make_mixed_radix_conv(primes: Sequence[int], src_rows: Sequence[int], dst_rows: Sequence[int],
+                          chunk: int = MAX_TERMS) -> MixedRadixConv:
+    """Tables converting from rows ``src_rows`` to ``dst_rows`` of the prime list ``primes``
+    through chunks of at most ``chunk`` source primes (balanced: sizes differ by at most one)."""
+    from .shoup import shoup
+
+    src_rows, dst_rows = tuple(int(r) for r in src_rows), tuple(int(r) for r in dst_rows)
+    if not src_rows or not dst_rows:
+        raise ValueError("make_mixed_radix_conv: the source and target rows must be non-empty")
+    if not 1 <= int(chunk) <= MAX_TERMS:
+        raise ValueError(f"make_mixed_radix_conv: chunk must be in [1, {MAX_TERMS}], got {chunk}")
+    k = -(-len(src_rows) // int(chunk))
+    sizes = [len(src_rows) // k + (1 if j < len(src_rows) % k else 0) for j in range(k)]
+    bounds = [sum(sizes[:j]) for j in range(k + 1)]
+    parts = [src_rows[bounds[j]:bounds[j + 1]] for j in range(k)]
+    dst = [int(primes[r]) for r in dst_rows]
+    chunks, inv, scale = [], [], []
+    below = 1  # Q_0 ... Q_{j-1}
+    for j, part in enumerate(parts):
+        later = src_rows[bounds[j + 1]:]
+        chunks.append(make_exact_conv(primes, part, later + dst_rows))
+        qj = math.prod(int(primes[r]) for r in part)
+        if later:
+            ps = [int(primes[r]) for r in later]
+            w = [pow(qj, -1, p) for p in ps]
+            inv.append(device_u32(np.stack([np.asarray(ps, np.uint64), np.asarray(w, np.uint64),
+                                            shoup(w, ps).astype(np.uint64)])))
+        w = [below % p for p in dst]
+        scale.append(device_u32(np.stack([np.asarray(dst, np.uint64), np.asarray(w, np.uint64),
+                                          shoup(w, dst).astype(np.uint64)])))
+        below *= qj
+    return MixedRadixConv(chunks=tuple(chunks), inv=tuple(inv), scale=tuple(scale), src_rows=src_rows,
+                          dst_rows=dst_rows)

@@ -1,0 +1,118 @@
+"""The BGV evaluation context: every device table the scheme needs, as one pytree.
+
+A :class:`BGVContext` holds the RNS tables of every prime (``ring``: q rows, then the special
+rows), the plaintext ring (``plain``: t and the slot permutation, shared with BFV), and per
+level: the key-switching tables with the t-corrected ModDown (method ``params.keyswitch``,
+option ``plain_modulus=t``), the modulus-switching tables and the conversion to t used by
+decryption. Pass it into jitted functions as an argument.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+
+from .. import rns
+from ..bfv.encoder import PlainTables, make_plain_tables
+from ..rlwe import keyswitch
+from ..rlwe.plainmod import PlainCorrection, make_plain_correction
+from ..rns.crt import ExactConv, MixedRadixConv, make_exact_conv, make_mixed_radix_conv
+from ..rns.pytree import pytree_dataclass, static_field
+from ..rns.shoup import device_u32
+from .params import BGVParams
+
+
+@pytree_dataclass
+class ModSwitchTables:
+    """Modulus switching from level l (basis B) to l - 1 (B' = B - D), keeping the phase mod t:
+    x' = (x - delta) / D with delta = [x]_D + D [-[x]_D D^-1]_t.
+
+    conv:    centered conversion D -> B'.
+    plain:   the t-correction (:class:`jax_fhe.rlwe.plainmod.PlainCorrection`).
+    d_inv:   uint32[|B'|] D^-1 mod each prime of B'.
+    Static: ``drop_pos`` (limb positions of D in level-l data), ``keep_pos`` (of B'), ``d_mod_t``
+    (D mod t: the factor a switch divides the message by).
+    """
+
+    conv: ExactConv
+    plain: PlainCorrection
+    d_inv: jax.Array
+    drop_pos: tuple = static_field()
+    keep_pos: tuple = static_field()
+    d_mod_t: int = static_field()
+
+
+def make_mod_switch_tables(params: BGVParams, level: int) -> ModSwitchTables:
+    rows, new, drop = params.rows(level), params.rows(level - 1), params.dropped(level)
+    q = params.q_primes
+    big_d = math.prod(q[r] for r in drop)
+    return ModSwitchTables(conv=make_exact_conv(q, drop, new),
+                           plain=make_plain_correction(q, drop, new, params.plain_modulus),
+                           d_inv=device_u32([pow(big_d, -1, q[r]) for r in new]),
+                           drop_pos=tuple(rows.index(r) for r in drop), keep_pos=tuple(rows.index(r) for r in new),
+                           d_mod_t=big_d % params.plain_modulus)
+
+
+@pytree_dataclass
+class BGVContext:
+    """Device tables for one BGV parameter set (module docstring).
+
+    ring:       RNSContext over ``params.all_primes``.
+    plain:      :class:`jax_fhe.bfv.PlainTables` (t, slot permutation).
+    keyswitch:  per level, key-switching tables with the t-corrected ModDown.
+    mod_switch: per level l, :class:`ModSwitchTables` for l -> l - 1 (None at level 0).
+    to_t:       per level, the centered conversion Q_l -> t (decryption).
+    Static: ``params``.
+    """
+
+    ring: rns.RNSContext
+    plain: PlainTables
+    keyswitch: tuple
+    mod_switch: tuple
+    to_t: tuple
+    params: BGVParams = static_field()
+
+    def __repr__(self) -> str:
+        return f"BGVContext({self.params!r})"
+
+    @property
+    def error_factor(self) -> int:
+        """The noise factor of keys and encryptions: t."""
+        return self.params.plain_modulus
+
+    def keyswitch_tables(self, level: int):
+        self.params.check_level(level)
+        return self.keyswitch[level]
+
+    def mod_switch_tables(self, level: int) -> ModSwitchTables:
+        """The tables switching from ``level`` to level - 1."""
+        self.params.check_level(level)
+        if level == 0:
+            raise ValueError("no modulus switch below level 0")
+        return self.mod_switch[level]
+
+    def to_t_conv(self, level: int) -> MixedRadixConv:
+        self.params.check_level(level)
+        return self.to_t[level]
+
+
+def make_context(params: BGVParams) -> BGVContext:
+    """Build every table for ``params`` (host-side exact integers, uploaded to the default
+    device). Move it with ``jax.device_put`` if needed."""
+    if not isinstance(params, BGVParams):
+        raise TypeError(f"make_context: expected BGVParams, got {type(params).__name__}")
+    t = params.plain_modulus
+    q = tuple(params.q_primes)
+    levels = range(params.max_level + 1)
+    ks = tuple(keyswitch.make_tables(params.keyswitch, params.all_primes, params.rows(l), params.special_rows,
+                                     params.alpha, plain_modulus=t) for l in levels)
+    ms = (None,) + tuple(make_mod_switch_tables(params, l) for l in range(1, params.max_level + 1))
+    to_t = tuple(make_mixed_radix_conv(q + (t,), params.rows(l), (len(q),)) for l in levels)
+    return BGVContext(ring=rns.make_context(params.all_primes, params.n), plain=make_plain_tables(t, params.n),
+                      keyswitch=ks, mod_switch=ms, to_t=to_t, params=params)
+
+
+def check_context(ctx, what: str) -> BGVContext:
+    if not isinstance(ctx, BGVContext):
+        raise TypeError(f"{what}: expected a BGVContext (jax_fhe.bgv.make_context), got {type(ctx).__name__}")
+    return ctx
