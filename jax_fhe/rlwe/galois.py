@@ -23,13 +23,14 @@ from . import keyswitch
 from .encryption import NOISE_TAIL
 
 
-def gen_galois_key(method: str, ring: RNSContext, s, galois: int, *, num_q: int, alpha: int,
-                   sigma: float, rng, tail: float = NOISE_TAIL, tables=None):
+def gen_galois_key(method, ring: RNSContext, s, galois: int, *, num_q: int, alpha: int,
+                   sigma: float, rng, tail: float = NOISE_TAIL, tables=None, **options):
     """A key-switch-first key for X -> X^galois: switches s (NTT-domain uint32[T, N] over every
-    row of ``ring``) into a form under sigma^-1(s)."""
+    row of ``ring``) into a form under sigma^-1(s). ``method``: a name or names, and
+    ``options``, as :func:`jax_fhe.rlwe.keyswitch.gen_key` takes them."""
     g_inv = pow(int(galois), -1, 2 * ring.n)
     return keyswitch.gen_key(method, ring, s, ops.automorphism_ntt(s, g_inv), num_q=num_q, alpha=alpha,
-                             sigma=sigma, rng=rng, tail=tail, tables=tables)
+                             sigma=sigma, rng=rng, tail=tail, tables=tables, **options)
 
 
 def _finish(data, u, galois: int, ring: RNSContext, rows) -> jax.Array:
