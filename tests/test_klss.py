@@ -334,3 +334,30 @@ def test_bad_inputs(chain):
     assert dataclasses.replace(base, keyswitch_options={"klss_block": 2}).keyswitch_options == (("klss_block", 2),)
     with pytest.raises(ValueError, match="klss_t_count"):
         ckks.make_context(dataclasses.replace(base, keyswitch_options={"klss_t_count": 2}))
+
+
+def test_bench_klss_records_what_the_selector_reads(tmp_path):
+    """benchmarks/bench_klss.py --record: a run's points replace earlier ones with the same
+    fingerprint on this platform, and keyswitch="auto" follows them."""
+    import pathlib
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_klss
+    p = ckks.toy_n12_klss()
+    assert [v.name for v in bench_klss.variants(ckks.toy_n12(), (1, 2, 6))] == ["toy-N12", "toy-N12-a1", "toy-N12-a2"]
+    assert bench_klss.with_blocks([p], "2,3")[1].keyswitch_options == (("klss_block", 3),)
+    path = tmp_path / "m.json"
+    path.write_text('{"about": "", "runs": []}')
+    pt = lambda l, h, k: {"fingerprint": selector.fingerprint(p, l), "params": p.name, "level": l,  # noqa: E731
+                          "hybrid_ms": h, "klss_ms": k}
+    bench_klss.record([pt(6, 2.0, 1.0), pt(5, 1.0, 2.0)], "dev A", path)
+    bench_klss.record([pt(6, 1.0, 3.0)], "dev B", path)
+    import json
+    table = json.loads(path.read_text())
+    assert [(r["device"], len(r["points"])) for r in table["runs"]] == [("dev A", 1), ("dev B", 1)]
+    auto = dataclasses.replace(p, keyswitch="auto")
+    with selector.measurements_from(table):
+        assert [keyswitch.level_method(auto, l) for l in (4, 5, 6)] == ["hybrid", "hybrid", "hybrid"]
+    bench_klss.record([pt(6, 2.0, 1.0)], "dev C", path)
+    with selector.measurements_from(json.loads(path.read_text())):
+        assert keyswitch.level_method(auto, 6) == "klss"
