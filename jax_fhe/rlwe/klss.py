@@ -57,7 +57,7 @@ import numpy as np
 from .. import ops
 from ..ops import take_limbs, take_static
 from ..rns.context import RNSContext, make_context
-from ..rns.crt import MAX_TERMS, ExactConv, make_crt_quotient, make_exact_conv
+from ..rns.crt import MAX_TERMS, ExactConv, make_exact_conv, quotient_fix_bits
 from ..rns.primes import ntt_primes
 from ..rns.pytree import pytree_dataclass, static_field
 from . import hybrid, keyswitch
@@ -127,16 +127,11 @@ class KLSSLayout:
                 f"{'' if self.checked else ', UNCHECKED'})")
 
 
-def _fix_bits(moduli: Sequence[int]) -> int:
-    """The fixed-point precision F of the centered conversion from ``moduli``."""
-    return make_crt_quotient([int(q) for q in moduli[:MAX_TERMS]]).fix_bits
-
-
 def _conv_bound(moduli: Sequence[int]) -> Fraction:
     """The largest |v| of a centered conversion's result from ``moduli`` (product M): the
     fixed-point quotient (:mod:`jax_fhe.rns.crt`) rounds within 2 L 2^-F of the exact fraction,
     so |v| <= M (1/2 + 2 L 2^-F)."""
-    f = _fix_bits(moduli)
+    f = quotient_fix_bits(moduli)
     return math.prod(int(q) for q in moduli) * (Fraction(1, 2) + Fraction(2 * len(moduli), 1 << f))
 
 
@@ -154,7 +149,7 @@ def t_suffices(t_primes: Sequence[int], bound: Fraction) -> bool:
     """Whether |U| <= ``bound`` is recovered exactly from U mod T by the centered conversion T ->
     a block: the fixed-point quotient must round correctly, which holds for |U| / T < 1/2 - 2 r' 2^-F."""
     big_t = math.prod(int(t) for t in t_primes)
-    f = _fix_bits(t_primes)
+    f = quotient_fix_bits(t_primes)
     return bound < big_t * (Fraction(1, 2) - Fraction(2 * len(t_primes), 1 << f))
 
 
