@@ -209,14 +209,18 @@ def _op_cost(d: int, blocks: int, t: int) -> int:
     return 2 * d * blocks * t + 2 * (d * t + 2 * blocks * t)
 
 
-@functools.lru_cache(maxsize=64)
-def klss_layout(primes: tuple, num_q: int, alpha: int, n: int, *, block: int | None = None,
+def klss_layout(primes: Sequence[int], num_q: int, alpha: int, n: int, *, block: int | None = None,
                 t_count: int | None = None, t_bits: int = 31) -> KLSSLayout:
     """The layout of a chain: T = the largest ``t_bits``-bit primes = 1 mod 2N that the ring does
     not use, as few as satisfy the bound (or ``t_count`` of them, which must be enough), and
     blocks of ``block`` rows (default: the size with the fewest polynomial passes, :func:`_op_cost`,
-    at the top level; a heuristic, not a measurement: the benchmark sweeps it)."""
-    primes = tuple(int(q) for q in primes)
+    at the top level; a heuristic, not a measurement: the benchmark sweeps it). Cached: a chain's
+    keys and tables share one layout."""
+    return _klss_layout(tuple(int(q) for q in primes), int(num_q), int(alpha), int(n), block, t_count, t_bits)
+
+
+@functools.lru_cache(maxsize=64)
+def _klss_layout(primes: tuple, num_q: int, alpha: int, n: int, block, t_count, t_bits) -> KLSSLayout:
     if isinstance(t_bits, bool) or not isinstance(t_bits, int) or not 20 <= t_bits <= 31:
         raise ValueError(f"KLSS: klss_t_bits={t_bits!r} must be an int in [20, 31]")
     try:
@@ -258,8 +262,7 @@ def klss_layout(primes: tuple, num_q: int, alpha: int, n: int, *, block: int | N
 def layout_for(primes, num_q: int, alpha: int, n: int, klss_block=None, klss_t_count=None,
                klss_t_bits=31) -> KLSSLayout:
     """:func:`klss_layout` from the method's options (``RLWEParams.keyswitch_options`` names)."""
-    return klss_layout(tuple(int(q) for q in primes), int(num_q), int(alpha), int(n), block=klss_block,
-                       t_count=klss_t_count, t_bits=klss_t_bits)
+    return klss_layout(primes, num_q, alpha, n, block=klss_block, t_count=klss_t_count, t_bits=klss_t_bits)
 
 
 @functools.lru_cache(maxsize=16)
