@@ -134,3 +134,23 @@ def test_key_switch_equals_the_three_stages(basis, qrows):
     by_key = jax.vmap(rlwe.key_switch, in_axes=(None, 0, None, None))(x[0], keys, ring, tables)
     np.testing.assert_array_equal(np.asarray(by_key[0]), want[0])
     np.testing.assert_array_equal(np.asarray(by_key[1]), np.asarray(staged_key(x[0], key2)))
+
+
+def test_key_switch_with_more_digits_than_one_launch():
+    """Ten one-row digits (the key-product kernel takes eight per launch): the launches are summed
+    and ModDown's epilogue runs after them; the bits equal the three stages'."""
+    qs = rns.ntt_primes(30, 10, N)
+    primes = qs + rns.ntt_primes(31, 1, N)
+    ring = rns.make_context(primes, N)
+    r = HostRandom.insecure_deterministic(7)
+    s = ops.ntt(jnp.asarray(rns.to_residues(r.ternary((2, N)), primes)), ring)
+    key = rlwe.gen_switching_key(ring, s[0], s[1], num_q=10, alpha=1, sigma=3.2, rng=r)
+    for qrows in [tuple(range(10)), (0, 2, 3, 4, 5, 6, 7, 8, 9)]:
+        tables = rlwe.make_hybrid_tables(primes, qrows, (10,), alpha=1)
+        x = jnp.asarray(r.uniform_mod([primes[i] for i in qrows], N))
+        ext = rlwe.key_inner_product(rlwe.mod_up(x, ring, tables), key, ring, tables)
+        convs = rlwe.mod_up_convs(x, ring, tables)
+        np.testing.assert_array_equal(np.asarray(rlwe.key_product_extended(x, convs, key, ring, tables)),
+                                      np.asarray(ext))
+        np.testing.assert_array_equal(np.asarray(rlwe.key_switch(x, key, ring, tables)),
+                                      np.asarray(rlwe.mod_down(ext, ring, tables)))

@@ -22,7 +22,7 @@ def _check_chain(p: ckks.CKKSParams):
         assert 2 * p.log_scales[l] - math.log2(p.ratio(l)) == pytest.approx(p.log_scales[l - 1], abs=1e-9)
 
 
-@pytest.mark.parametrize("name", ["toy-n12", "toy-n11-single", "n15", "toy-boot-n12"])
+@pytest.mark.parametrize("name", ["toy-n12", "toy-n11-single", "n15", "toy-boot-n12", "toy-n12-klss", "cat-n15"])
 def test_presets_are_consistent(name):
     p = ckks.preset(name)
     _check_chain(p)
@@ -48,6 +48,17 @@ def test_rational_plan_keeps_scale_near_2_40():
     assert kinds == {(3, 2), (4, 2)}  # both kinds of rational rescale occur
     assert not p.is_subset(1, 2) and not p.is_subset(2, 3)  # levels are not nested
     assert p.log_pq <= 881 and p.dnum == 4
+
+
+def test_cat_chain_is_seal_bfv_default_in_pairs():
+    """cat-n15: SEAL's BFVDefault(32768) chain (CAT's benchmark set, 15 x 55 + 56 = 881 bits) with
+    every 55/56-bit prime as a pair of ~27.5-bit primes; digits of one pair."""
+    p = ckks.preset("cat-n15")
+    assert p.n == 1 << 15 and (p.num_q, len(p.p_primes), p.alpha, p.dnum, p.max_level) == (30, 2, 2, 15, 14)
+    assert 875 < p.log_pq <= 881 and not p.insecure
+    for l in range(1, p.max_level + 1):
+        assert p.dropped(l) == (2 * l, 2 * l + 1) and not p.added(l)
+        assert 54 < math.log2(p.ratio(l)) < 56
 
 
 def test_toy_boot_layout():

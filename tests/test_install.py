@@ -15,6 +15,12 @@ def test_py_typed_ships():
     assert resources.files("jax_fhe").joinpath("py.typed").is_file()
 
 
+def test_keyswitch_measurements_ship():
+    """keyswitch="auto" reads its recorded measurements from package data (checked in a CPU
+    wheel: jax_fhe/rlwe/keyswitch_measurements.json is in it)."""
+    assert resources.files("jax_fhe.rlwe").joinpath("keyswitch_measurements.json").is_file()
+
+
 def _source_tree_copy(tmp_path, kernels_file=None):
     """A copy of jax_fhe/ laid out like the repository root, without compiled modules."""
     pkg = os.path.dirname(jax_fhe.__file__)

@@ -185,8 +185,7 @@ def make_bootstrapper(ctx: CKKSContext, config: BootstrapConfig = BootstrapConfi
     cts = dft.make_cts(ctx, n, top, cts_levels, factor=cts_factor, packed=packed)
     stc = dft.make_stc(ctx, n, stc_level, config.stc_levels, factor=stc_base / _nominal_scale(p, config, n),
                        packed=packed)
-    sse = keyswitch.make_tables(p.keyswitch, p.all_primes, p.rows(0),
-                                p.special_rows[:config.sse_special_primes], p.alpha)
+    sse = keyswitch.level_tables(p, 0, special_rows=p.special_rows[:config.sse_special_primes])
     return Bootstrapper(cts=cts, stc=stc, raise_tables=ckks.make_mod_raise_tables(p, 0, top),
                         sse_tables=sse, config=config, slots=n,
                         levels=(top, em_level, stc_level, out_level), em_out_scale=em_out,

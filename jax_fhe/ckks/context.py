@@ -67,7 +67,9 @@ class CKKSContext:
     imag:      uint32[T, N]  NTT of X^(N/2) on every row (the imaginary unit in every slot).
     rescale:   per level l: :class:`RescaleTables` for l -> l-1 (None at level 0).
     keyswitch: per level l: the key-switching tables of level l's basis (method
-               ``params.keyswitch``; :class:`jax_fhe.rlwe.HybridTables` for "hybrid").
+               ``params.keyswitch``, or per level for "auto": :func:`jax_fhe.rlwe.keyswitch.level_method`;
+               :class:`jax_fhe.rlwe.HybridTables` for "hybrid", :class:`jax_fhe.rlwe.KLSSTables`
+               for "klss").
     Static: ``params``.
     """
 
@@ -130,9 +132,7 @@ def make_context(params: CKKSParams) -> CKKSContext:
     mono[:, params.n // 2] = 1
     imag = ops.ntt(jnp.asarray(mono), ring)
     rescale = (None,) + tuple(make_rescale_tables(params, l) for l in range(1, params.max_level + 1))
-    keyswitch_tables = tuple(keyswitch.make_tables(params.keyswitch, params.all_primes, params.rows(l),
-                                                   params.special_rows, params.alpha)
-                             for l in range(params.max_level + 1))
+    keyswitch_tables = tuple(keyswitch.level_tables(params, l) for l in range(params.max_level + 1))
     return CKKSContext(ring=ring, imag=imag, rescale=rescale, keyswitch=keyswitch_tables, params=params)
 
 

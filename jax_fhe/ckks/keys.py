@@ -123,8 +123,16 @@ def gen_public_key(ctx: CKKSContext, sk: SecretKey, rng: HostRandom | None = Non
 
 
 def _key_options(ctx) -> dict:
+    """gen_key's arguments for the context's parameter set: its method(s) (one per level kind;
+    several give a :class:`jax_fhe.rlwe.keyswitch.MultiKey`) and their options."""
     p = ctx.params
-    return dict(num_q=p.num_q, alpha=p.alpha, sigma=p.sigma, tail=NOISE_TAIL)
+    return dict(num_q=p.num_q, alpha=p.alpha, sigma=p.sigma, tail=NOISE_TAIL, **dict(p.keyswitch_options))
+
+
+def _methods(ctx) -> tuple:
+    """The key-switching methods of the context's levels (of every level when it was restricted
+    with for_levels: keys serve every level)."""
+    return keyswitch.params_methods(ctx.params)
 
 
 def gen_switching_key(ctx: CKKSContext, s_from, s_to, rng: HostRandom | None = None, *, tables=None,
@@ -135,7 +143,7 @@ def gen_switching_key(ctx: CKKSContext, s_from, s_to, rng: HostRandom | None = N
     :func:`jax_fhe.rlwe.gen_switching_key`). ``seed_a``: see the module docstring."""
     ctx = check_context(ctx, "gen_switching_key")
     rng = as_host_random(rng)
-    return keyswitch.gen_key(ctx.params.keyswitch, ctx.ring, s_from, s_to, rng=rng, tables=tables,
+    return keyswitch.gen_key(_methods(ctx), ctx.ring, s_from, s_to, rng=rng, tables=tables,
                              a_seed=rlwe_enc.new_seed(rng, seed_a), **_key_options(ctx))
 
 
@@ -153,7 +161,7 @@ def gen_galois_key(ctx: CKKSContext, sk: SecretKey, galois: int, rng: HostRandom
     ctx = check_context(ctx, "gen_galois_key")
     _check_sk(sk, ctx, "gen_galois_key")
     rng = as_host_random(rng)
-    return rlwe_galois.gen_galois_key(ctx.params.keyswitch, ctx.ring, sk.s, galois, rng=rng,
+    return rlwe_galois.gen_galois_key(_methods(ctx), ctx.ring, sk.s, galois, rng=rng,
                                       a_seed=rlwe_enc.new_seed(rng, seed_a), **_key_options(ctx))
 
 

@@ -218,12 +218,40 @@ def toy_boot_n12() -> CKKSParams:
                       hamming_weight=1 << 11, name="toy-boot-N12", insecure=True)
 
 
+@functools.cache
+def toy_n12_klss() -> CKKSParams:
+    """INSECURE N = 2^12 test set for KLSS key switching: the chain of :func:`toy_n12` with
+    one-prime digits (alpha = 1, dnum = 12) and one special prime, KLSS's own regime (the paper's
+    r = 1: every prime not spent on P goes to Q), ``keyswitch="klss"`` with blocks of 4 rows."""
+    return _normal("toy-N12-klss", 12, 6, alpha=1, num_special=1, insecure=True, keyswitch="klss",
+                   keyswitch_options={"klss_block": 4})
+
+
+@functools.cache
+def cat_n15() -> CKKSParams:
+    """CAT's parameters in 32-bit words (notes/cat.md §2.2: SEAL's BFVDefault(32768), N = 2^15,
+    15 data primes of 55 bits and one of 56, log2(PQ) = 881): each 55/56-bit prime becomes a
+    pair of ~27.5-bit primes, so 30 ciphertext primes in 15 levels of two (level l holds rows
+    0..2l+1), 2 special primes, digits of alpha = 2 (SEAL's one-prime-per-digit decomposition),
+    scale 2^40, uniform ternary secret, log2(PQ) <= 881. For benchmarks of key switching at the
+    size CAT measured; each level's ratio is ~2^55, so the default scale grows towards 2^55 at
+    the top."""
+    n = 1 << 15
+    primes = _nearest_primes(2.0 ** 27.5, n, 32, set())
+    primes = sorted(primes)
+    q, p = tuple(primes[:30]), tuple(primes[30:])
+    levels = tuple(tuple(range(2 * l + 2)) for l in range(15))
+    return CKKSParams(15, q, p, levels, log_scale=40, alpha=2, name="CAT-N15")
+
+
 PRESETS = {
     "n16-boot": ckks_n16_boot,
     "n15": ckks_n15,
     "toy-n12": toy_n12,
     "toy-n11-single": toy_n11_single,
     "toy-boot-n12": toy_boot_n12,
+    "toy-n12-klss": toy_n12_klss,
+    "cat-n15": cat_n15,
 }
 
 

@@ -10,7 +10,8 @@ Built only from :mod:`jax_fhe.rns` (tables, sampling) and :mod:`jax_fhe.ops` (ke
   digits, security bound); schemes subclass it.
 * :mod:`.encryption`: secrets, secret/public-key encryption, the phase (decryption).
 * :mod:`.keyswitch`: the key-switching interface (decompose, product without ModDown, ModDown,
-  the fused switch) and the method registry; :mod:`.hybrid` and :mod:`.gadget` register there.
+  the fused switch) and the method registry; :mod:`.hybrid`, :mod:`.klss` and :mod:`.gadget`
+  register there; :mod:`.selector` picks hybrid or KLSS per level from recorded measurements.
 * :mod:`.plainmod`: a plaintext modulus t (BFV, BGV): centered lifts of residues mod t, and
   the t-correction that makes a division by primes (ModDown, modulus switching) keep the
   phase mod t.
@@ -18,7 +19,7 @@ Built only from :mod:`jax_fhe.rns` (tables, sampling) and :mod:`jax_fhe.ops` (ke
   hoisted automorphisms.
 * :mod:`.rgsw`: RGSW ciphertexts, the external product, CMUX, RLWE -> RGSW conversion.
 """
-from . import ciphertext, encryption, gadget, galois, hybrid, keyswitch, params, plainmod, rgsw
+from . import ciphertext, encryption, gadget, galois, hybrid, keyswitch, klss, params, plainmod, rgsw, selector
 from .galois import apply_galois, apply_galois_hoisted, gen_galois_key
 from .ciphertext import Ciphertext
 from .encryption import (NOISE_TAIL, encrypt_pk, encrypt_sk, gen_public_key, noise_ntt, phase, sample_secret,
@@ -28,7 +29,8 @@ from .gadget import (Gadget, GadgetKey, automorphism, automorphism_key, decompos
                      switching_key)
 from .hybrid import (HybridTables, KeySwitchKey, gen_switching_key, key_inner_product, key_product_extended,
                      key_switch_convs, make_hybrid_tables, mod_down, mod_up, mod_up_convs)
-from .keyswitch import key_switch
+from .keyswitch import MultiKey, key_switch
+from .klss import KLSSKey, KLSSLayout, KLSSTables, key_from_hybrid, klss_layout, make_klss_tables
 from .params import RLWEParams, digit_rows
 from .rgsw import RGSWCiphertext, cmux, external_product, from_rlwe
 
@@ -39,6 +41,9 @@ __all__ = [
     # the key-switching interface and its hybrid method
     "key_switch", "HybridTables", "KeySwitchKey", "gen_switching_key", "hybrid", "key_inner_product",
     "key_product_extended", "key_switch_convs", "make_hybrid_tables", "mod_down", "mod_up", "mod_up_convs",
+    # KLSS key switching and the per-level choice
+    "KLSSKey", "KLSSLayout", "KLSSTables", "MultiKey", "key_from_hybrid", "klss", "klss_layout",
+    "make_klss_tables", "selector",
     # gadget key switching and RGSW (PIR); the gadget's own full-ciphertext switch is gadget.key_switch
     "Gadget", "GadgetKey", "RGSWCiphertext", "automorphism_key", "cmux", "decompose",
     "decompose_ntt", "decompose_signed", "encrypt_ntt", "external_product", "from_rlwe", "gadget",

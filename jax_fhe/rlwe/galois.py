@@ -23,15 +23,16 @@ from . import keyswitch
 from .encryption import NOISE_TAIL
 
 
-def gen_galois_key(method: str, ring: RNSContext, s, galois: int, *, num_q: int, alpha: int,
+def gen_galois_key(method, ring: RNSContext, s, galois: int, *, num_q: int, alpha: int,
                    sigma: float, rng, tail: float = NOISE_TAIL, tables=None, error_factor: int = 1,
-                   a_seed: bytes | None = None):
+                   a_seed: bytes | None = None, **options):
     """A key-switch-first key for X -> X^galois: switches s (NTT-domain uint32[T, N] over every
-    row of ``ring``) into a form under sigma^-1(s). ``a_seed``: see :func:`keyswitch.gen_key`."""
+    row of ``ring``) into a form under sigma^-1(s). ``method``: a name or names, and
+    ``error_factor``, ``a_seed`` and ``options``, as :func:`jax_fhe.rlwe.keyswitch.gen_key` takes them."""
     g_inv = pow(int(galois), -1, 2 * ring.n)
     return keyswitch.gen_key(method, ring, s, ops.automorphism_ntt(s, g_inv), num_q=num_q, alpha=alpha,
                              sigma=sigma, rng=rng, tail=tail, tables=tables, error_factor=error_factor,
-                             a_seed=a_seed)
+                             a_seed=a_seed, **options)
 
 
 def _finish(data, u, galois: int, ring: RNSContext, rows) -> jax.Array:

@@ -361,12 +361,34 @@ def _key_product(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext, tables
     elif len(convs) != len(tables.digits):
         raise ValueError(f"key_switch: expected {len(tables.digits)} ModUp conversions, got {len(convs)}")
     t = key.data.shape[-2]
-    source, key_poly, moduli = _product_plan(ring.primes, tables.rows, tables.digits, conv_rows, t, stacked,
-                                             tuple(out_rows))
     # [dnum, 2, T, N] -> [2 dnum T, N]; leading (batch) axes stay (e.g. a key batch from vmap)
     flat_key = key.data.reshape(key.data.shape[:-4] + (-1, key.data.shape[-1]))
-    return ops.digit_key_product(x, convs, flat_key, source=source, key_poly=key_poly, key_part=t,
-                                 moduli=moduli, **epilogue)
+    step = ops.key_product.MAX_DIGITS
+    if len(tables.digits) <= step:
+        source, key_poly, moduli = _product_plan(ring.primes, tables.rows, tables.digits, conv_rows, t, stacked,
+                                                 tuple(out_rows))
+        return ops.digit_key_product(x, convs, flat_key, source=source, key_poly=key_poly, key_part=t,
+                                     moduli=moduli, **epilogue)
+    # more digits than one launch takes (never stacked): launches of `step` digits summed, then the
+    # epilogue in jnp and the transforms (the same bits as one launch: every sum is reduced)
+    out_rows = tuple(out_rows)
+    acc = None
+    for i0 in range(0, len(tables.digits), step):
+        sl = slice(i0, i0 + step)
+        source, key_poly, moduli = _product_plan(ring.primes, tables.rows, tables.digits[sl], conv_rows[sl], t,
+                                                 False, out_rows)
+        y = ops.digit_key_product(x, list(convs[sl]), flat_key, source=source, key_poly=key_poly, key_part=t,
+                                  moduli=moduli)
+        acc = y if acc is None else ops.add_mod(acc, y, ring, out_rows)
+    if "intt" in epilogue:
+        return ops.intt(acc, ring, out_rows)
+    if "sub" in epilogue:
+        sub = epilogue["sub"]
+        if "sub_ntt" in epilogue:
+            sub = ops.ntt(sub, ring, out_rows)
+        diff = ops.sub_mod(acc, jnp.broadcast_to(sub, acc.shape), ring, out_rows)
+        return ops.mul_limb_consts(diff, device_u32(epilogue["scale"]), ring, out_rows)
+    return acc
 
 
 def key_switch_convs(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext,

@@ -23,10 +23,18 @@ the method's fused kernels do (bit for bit the same as the stages chained).
 
 A method registers a :class:`Method`: its tables and key types, its table and key builders and
 the stage functions. Hybrid key switching (:mod:`.hybrid`, dnum digits and special primes) and
-gadget key switching (:mod:`.gadget`, the integer gadget of RGSW/PIR; no special primes) are
-registered here; a third (KLSS) adds itself the same way, without touching any scheme.
+gadget key switching (:mod:`.gadget`, the integer gadget of RGSW/PIR; no special primes) and
+KLSS key switching (:mod:`.klss`, hybrid's digits multiplied through a second decomposition in
+an auxiliary basis T) register here, without touching any scheme.
 
 Tables of every method expose ``rows`` (the basis), ``special_rows`` and ``ext_rows``.
+
+Schemes build their per-level tables and their keys from a parameter set with
+:func:`level_tables` and :func:`gen_params_key`: they pass the method's options
+(``RLWEParams.keyswitch_options``) and resolve ``keyswitch="auto"`` per level
+(:func:`level_method`, from the measurements of :mod:`.selector`). Where a parameter set's
+levels use several methods its keys are :class:`MultiKey` (one key per method; KLSS keys are
+derived from the hybrid key, so both methods give the same bits).
 """
 from __future__ import annotations
 
@@ -34,6 +42,10 @@ import dataclasses
 from collections.abc import Callable
 
 import jax
+
+from ..rns.pytree import pytree_dataclass
+
+AUTO = "auto"
 
 _METHODS: dict = {}
 _BY_TABLES: dict = {}
@@ -60,6 +72,13 @@ class Method:
     switch:         (x, dec, key, ring, tables) -> uint32[..., 2, len(rows), N]: the fused
                     mod_down(product_extended(...)).
     lift_extended:  (x, ring, tables) -> P x on the basis rows, 0 on the special rows.
+    options:        names of the ``RLWEParams.keyswitch_options`` that ``make_tables`` and
+                    ``gen_key`` take as keyword arguments (none by default).
+    needs_chain:    ``make_tables`` also takes ``n`` (the ring degree) and ``num_q`` (the number
+                    of q primes: rows at or above it are special), facts of the whole chain.
+    derive_key:     optional (hybrid_key, ring, *, num_q, alpha, **options) -> key: this
+                    method's key from a hybrid key (the same first level), used where a
+                    parameter set's levels mix methods (:class:`MultiKey`).
     """
 
     name: str
@@ -72,6 +91,21 @@ class Method:
     mod_down: Callable
     switch: Callable
     lift_extended: Callable
+    options: tuple = ()
+    needs_chain: bool = False
+    derive_key: Callable | None = None
+
+
+@pytree_dataclass
+class MultiKey:
+    """Keys of several methods for one switch (s' -> s): ``keys`` {method name: key}. A
+    parameter set whose levels use different methods (``keyswitch="auto"``) has these; every
+    stage picks the key of its tables' method."""
+
+    keys: dict
+
+    def __repr__(self) -> str:
+        return f"MultiKey({', '.join(f'{k}={v!r}' for k, v in sorted(self.keys.items()))})"
 
 
 def register(method: Method) -> Method:
@@ -105,10 +139,17 @@ def method_of(tables) -> Method:
     return m
 
 
-def _check_key(key, m: Method, what: str) -> None:
+def _check_key(key, m: Method, what: str):
+    """``key`` (or, from a :class:`MultiKey`, its key of method ``m``) checked against ``m``."""
+    if isinstance(key, MultiKey):
+        if m.name not in key.keys:
+            raise TypeError(f"{what}: the tables are for {m.name} key switching, but the MultiKey holds "
+                            f"keys for {sorted(key.keys)} only")
+        key = key.keys[m.name]
     if not isinstance(key, m.key_type):
         raise TypeError(f"{what}: the tables are for {m.name} key switching, which needs a "
                         f"{m.key_type.__name__}, got {type(key).__name__}")
+    return key
 
 
 # -- building ---------------------------------------------------------------------------------------
@@ -119,16 +160,109 @@ def make_tables(name: str, primes, rows, special_rows, alpha: int, **options):
     return method(name).make_tables(primes, rows, special_rows, alpha, **options)
 
 
-def gen_key(name: str, ring, s_from, s_to, *, num_q: int, alpha: int, sigma: float, rng,
-            tail: float = 6.0, tables=None, error_factor: int = 1, a_seed: bytes | None = None):
-    """A key of method ``name`` switching x s_from into a ciphertext under s_to (both NTT-domain
-    secrets over every row of ``ring``; rows 0..num_q-1 are the q primes). ``error_factor``:
-    the key's noise is f e (BGV: f = t, so that key switching adds a multiple of t). ``a_seed``:
-    draw the key's uniform parts from this public seed (recorded on the key; see
-    :func:`jax_fhe.rlwe.encrypt_sk`)."""
-    extra = {} if a_seed is None else {"a_seed": a_seed}  # methods without seeding keep working
-    return method(name).gen_key(ring, s_from, s_to, num_q=num_q, alpha=alpha, sigma=sigma, rng=rng,
-                                tail=tail, tables=tables, error_factor=error_factor, **extra)
+def _own_options(m: Method, options: dict) -> dict:
+    """The entries of ``options`` that method ``m`` takes."""
+    return {k: v for k, v in options.items() if k in m.options}
+
+
+def gen_key(name, ring, s_from, s_to, *, num_q: int, alpha: int, sigma: float, rng,
+            tail: float = 6.0, tables=None, error_factor: int = 1, a_seed: bytes | None = None, **options):
+    """A key switching x s_from into a ciphertext under s_to (both NTT-domain secrets over every
+    row of ``ring``; rows 0..num_q-1 are the q primes).
+
+    name:    a method name, or a tuple of names (one key per method: a :class:`MultiKey`, where
+             methods with ``derive_key`` derive theirs from the hybrid key); with ``tables`` the
+             tables' method.
+    error_factor: the key's noise is f e (BGV: f = t, so that key switching adds a multiple of t).
+    a_seed:  draw the key's uniform parts from this public seed (recorded on the key; see
+             :func:`jax_fhe.rlwe.encrypt_sk`); methods whose keys cannot record it refuse it.
+    options: method-specific options (``RLWEParams.keyswitch_options``); each method takes its own.
+    """
+    names = (name,) if isinstance(name, str) else tuple(dict.fromkeys(name))
+    if tables is not None:
+        names = (method_of(tables).name,)
+    if not names:
+        raise ValueError("gen_key: no key-switching method named")
+    common = dict(num_q=num_q, alpha=alpha, sigma=sigma, rng=rng, tail=tail, error_factor=error_factor)
+    if a_seed is not None:  # methods without seeding keep their signature
+        common["a_seed"] = a_seed
+    if len(names) == 1:
+        m = method(names[0])
+        return m.gen_key(ring, s_from, s_to, tables=tables, **common, **_own_options(m, options))
+    keys = {}
+    base = None
+    if "hybrid" in names and any(method(n).derive_key for n in names if n != "hybrid"):
+        base = method("hybrid").gen_key(ring, s_from, s_to, **common)
+        keys["hybrid"] = base
+    for n in names:
+        if n in keys:
+            continue
+        m = method(n)
+        if base is not None and m.derive_key is not None:
+            keys[n] = m.derive_key(base, ring, num_q=num_q, alpha=alpha, **_own_options(m, options))
+        else:
+            keys[n] = m.gen_key(ring, s_from, s_to, **common, **_own_options(m, options))
+    return MultiKey(keys=keys)
+
+
+# -- from a parameter set ------------------------------------------------------------------------------
+
+def check_params(params) -> None:
+    """Raise unless ``params.keyswitch`` names a registered method (or "auto") and every entry of
+    ``params.keyswitch_options`` is an option of some registered method (called by RLWEParams).
+    Options of a method the set does not use are kept and ignored, so that forcing a method
+    (``dataclasses.replace(params, keyswitch="hybrid")``) needs no other change."""
+    name = params.keyswitch
+    if name != AUTO and name not in _METHODS:
+        raise ValueError(f"{params.name}: unknown key-switching method {name!r}; choose "
+                         f"{[AUTO, *methods()]}")
+    known = {o for m in _METHODS.values() for o in m.options}
+    unknown = sorted(k for k, _ in params.keyswitch_options if k not in known)
+    if unknown:
+        raise ValueError(f"{params.name}: unknown keyswitch option(s) {unknown}; the registered methods "
+                         f"take {sorted(known)}")
+
+
+def method_options(name: str, params) -> dict:
+    """The options method ``name`` takes from ``params`` (its ``keyswitch_options``)."""
+    return _own_options(method(name), dict(params.keyswitch_options))
+
+
+def level_method(params, level: int) -> str:
+    """The key-switching method of ``level``: ``params.keyswitch``, or for "auto" the faster of
+    hybrid and KLSS as recorded for this parameter set and level (:func:`.selector.choose`)."""
+    params.check_level(level)
+    if params.keyswitch != AUTO:
+        return params.keyswitch
+    from . import selector  # noqa: PLC0415 (the selector builds KLSS layouts; imported on demand)
+    return selector.choose(params, level)
+
+
+def params_methods(params) -> tuple:
+    """The methods the levels of ``params`` use (sorted names)."""
+    if params.keyswitch != AUTO:
+        return (params.keyswitch,)
+    return tuple(sorted({level_method(params, l) for l in range(params.max_level + 1)}))
+
+
+def level_tables(params, level: int, special_rows=None):
+    """The key-switching tables of ``level``'s basis for ``params`` (its method at that level,
+    with the method's options). ``special_rows``: a subset of the special rows (e.g.
+    bootstrapping's small-modulus key), default all."""
+    name = level_method(params, level)
+    m = method(name)
+    opts = method_options(name, params)
+    if m.needs_chain:
+        opts.update(n=params.n, num_q=params.num_q)
+    special = params.special_rows if special_rows is None else tuple(special_rows)
+    return m.make_tables(params.all_primes, params.rows(level), special, params.alpha, **opts)
+
+
+def gen_params_key(params, ring, s_from, s_to, *, rng, tail: float = 6.0, tables=None):
+    """A key of ``params``'s method(s) (:func:`gen_key` with every level's method, its options,
+    num_q, alpha and sigma); with ``tables``, a key for those tables only."""
+    return gen_key(params_methods(params), ring, s_from, s_to, num_q=params.num_q, alpha=params.alpha,
+                   sigma=params.sigma, rng=rng, tail=tail, tables=tables, **dict(params.keyswitch_options))
 
 
 # -- the stages ---------------------------------------------------------------------------------------
@@ -148,7 +282,7 @@ def product_extended(x, dec, key, ring, tables) -> jax.Array:
     """The key product of x (with its decomposition ``dec``) in the extended basis, without
     ModDown: uint32[..., 2, len(ext_rows), N] (NTT)."""
     m = method_of(tables)
-    _check_key(key, m, "product_extended")
+    key = _check_key(key, m, "product_extended")
     return m.product_extended(x, dec, key, ring, tables)
 
 
@@ -166,7 +300,7 @@ def lift_extended(x, ring, tables) -> jax.Array:
 def key_switch_decomposed(x, dec, key, ring, tables) -> jax.Array:
     """:func:`key_switch` of x given its decomposition: uint32[..., 2, L, N] (NTT)."""
     m = method_of(tables)
-    _check_key(key, m, "key_switch")
+    key = _check_key(key, m, "key_switch")
     return m.switch(x, dec, key, ring, tables)
 
 
@@ -174,5 +308,5 @@ def key_switch(x, key, ring, tables) -> jax.Array:
     """(c0, c1) = uint32[..., 2, L, N] with c0 + c1 s = x s' + (small), for x: uint32[..., L, N]
     (NTT, basis ``tables.rows``) and ``key`` switching from s' to s."""
     m = method_of(tables)
-    _check_key(key, m, "key_switch")
+    key = _check_key(key, m, "key_switch")
     return m.switch(x, m.decompose(x, ring, tables), key, ring, tables)

@@ -14,7 +14,11 @@ subclass it and add what is theirs (CKKS: the scale; BFV/BGV: the plaintext modu
   One prime dropped and none added is the classical chain.
 * key switching: digits of ``alpha`` consecutive *global* rows (digit d = rows
   [d alpha, (d+1) alpha)), dnum = ceil(len(q_primes) / alpha); ``len(p_primes)`` special
-  primes; ``keyswitch`` names the method (:mod:`jax_fhe.rlwe.keyswitch`).
+  primes; ``keyswitch`` names the method (:mod:`jax_fhe.rlwe.keyswitch`): a registered name
+  ("hybrid", "klss", ...) or "auto" (per level, the faster of hybrid and KLSS by the recorded
+  measurements of :mod:`jax_fhe.rlwe.selector`); ``keyswitch_options`` holds method-specific
+  options as data (e.g. ``{"klss_block": 4}``), stored as a sorted tuple of pairs so that the
+  parameter set stays hashable.
 
 Construction checks the primes (distinct, NTT-friendly, < 2^31), the level plan, and security:
 log2(PQ) over all primes must be within the Homomorphic Encryption Standard's 128-bit bound for
@@ -46,7 +50,10 @@ class RLWEParams:
       sigma:          standard deviation of the discrete Gaussian noise (truncated at 6 sigma).
       name:           label for reprs and error messages.
       insecure:       required for sets above the 128-bit bound; the repr then says INSECURE.
-      keyswitch:      the key-switching method (a name registered in jax_fhe.rlwe.keyswitch).
+      keyswitch:      the key-switching method (a name registered in jax_fhe.rlwe.keyswitch,
+                      or "auto": per level, the faster of hybrid and KLSS as measured).
+      keyswitch_options: method-specific options, a dict or ((name, value), ...) with hashable
+                      values (KLSS: klss_block, klss_t_count, klss_t_bits); kept as a sorted tuple.
     """
 
     log_n: int
@@ -59,6 +66,7 @@ class RLWEParams:
     name: str = "custom"
     insecure: bool = False
     keyswitch: str = "hybrid"
+    keyswitch_options: tuple = ()
 
     def __post_init__(self):
         n = 1 << int(self.log_n)
@@ -92,6 +100,9 @@ class RLWEParams:
             raise ValueError(f"{self.name}: sigma must be positive")
         if not isinstance(self.keyswitch, str):
             raise TypeError(f"{self.name}: keyswitch must be a method name, got {self.keyswitch!r}")
+        object.__setattr__(self, "keyswitch_options", _options_tuple(self.keyswitch_options, self.name))
+        from . import keyswitch  # the registry (same layer); imported here: it needs no params
+        keyswitch.check_params(self)
         check_rlwe_security(int(self.log_n), self.log_pq, insecure=self.insecure, name=self.name)
 
     # -- sizes -------------------------------------------------------------------------------
@@ -171,6 +182,27 @@ class RLWEParams:
     def digits(self, level: int) -> tuple:
         """Key-switching digits at ``level``: ((digit index, rows), ...) for non-empty digits."""
         return digit_rows(self.rows(level), self.alpha)
+
+
+def _options_tuple(options, name: str) -> tuple:
+    """``options`` (a dict or pairs) as a sorted tuple of (str, hashable) pairs."""
+    items = options.items() if isinstance(options, dict) else options
+    try:
+        pairs = tuple(sorted(((k, v) for k, v in items), key=lambda kv: str(kv[0])))
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: keyswitch_options must be a dict or (name, value) pairs, "
+                        f"got {options!r}") from None
+    for k, v in pairs:
+        if not isinstance(k, str):
+            raise TypeError(f"{name}: keyswitch option names must be strings, got {k!r}")
+        try:
+            hash(v)
+        except TypeError:
+            raise TypeError(f"{name}: keyswitch option {k!r} must be hashable data (an int, a tuple...), "
+                            f"got {v!r}") from None
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise ValueError(f"{name}: keyswitch option given twice in {options!r}")
+    return pairs
 
 
 def digit_rows(rows, alpha: int) -> tuple:

@@ -34,13 +34,19 @@ class CrtQuotient:
     fix_bits: int = static_field()
 
 
+def quotient_fix_bits(primes: Sequence[int]) -> int:
+    """F, the fixed-point precision of the CRT quotient of ``primes`` (its rounding is within
+    2 L 2^-F of the exact fraction)."""
+    return min(28, min(int(q).bit_length() for q in primes) - 1)
+
+
 def make_crt_quotient(primes: Sequence[int]) -> CrtQuotient:
     """The fixed-point tables of round(sum_l y_l / q_l) for ``primes`` (1 to 16 of them):
     :class:`CrtQuotient`, used by :func:`jax_fhe.ops.rounded_quotient` and the centered conversion."""
     primes = [int(q) for q in primes]
     if not 1 <= len(primes) <= MAX_TERMS:
         raise ValueError(f"the fixed-point CRT quotient needs 1..{MAX_TERMS} primes, got {len(primes)}")
-    fix = min(28, min(q.bit_length() for q in primes) - 1)
+    fix = quotient_fix_bits(primes)
     return CrtQuotient(inv_fix=device_u32([(1 << (32 + fix)) // q for q in primes]), fix_bits=fix)
 
 
