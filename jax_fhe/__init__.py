@@ -8,12 +8,13 @@ Layers (each imports only from the layers listed before it):
   jax_fhe.lwe  - LWE (q = 2^32) for PIR: keys, encryption, modulus switching, noise
   jax_fhe.circuits - circuits over CKKS: polynomials, linear transforms, the homomorphic DFT, EvalMod
   jax_fhe.pir  - PIR: the int8 tensor-core DB GEMM, SimplePIR
+  jax_fhe.apps - applications: HELR (logistic-regression training on encrypted data)
 """
 from . import _ffi  # registers the FFI targets  # noqa: F401
-from . import circuits, ckks, lwe, ops, pir, rlwe, rns
+from . import apps, circuits, ckks, lwe, ops, pir, rlwe, rns
 from ._ffi import built_with_cuda, gpu_available
 
 __version__ = "0.1.0"
 
-__all__ = ["built_with_cuda", "circuits", "ckks", "gpu_available", "lwe", "ops", "pir", "rlwe", "rns",
+__all__ = ["apps", "built_with_cuda", "circuits", "ckks", "gpu_available", "lwe", "ops", "pir", "rlwe", "rns",
            "__version__"]
