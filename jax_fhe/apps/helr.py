@@ -15,13 +15,19 @@ HELR's code rounds it)::
 with HELR's momentum sequence a_0 = momentum_start (0.01), a_{k+1} = (1 + sqrt(1 + 4 a_k^2)) / 2,
 eta_t = (1 - a_t) / a_{t+1}. The model is w_T.
 
-**Layout** (HELR's row-wise packing, two mini-blocks per ciphertext through the complex slots).
-A ciphertext of S = N/2 slots holds ``rows = S / F`` rows of F features, row i at slots
-[iF, iF + F). Ciphertext p packs 2 rows-blocks: its real part holds samples 2p*rows + i, its
-imaginary part samples (2p + 1)*rows + i, scaled by ``data_scale`` (lambda):
-D_p = lambda (Z_a + i Z_b). A batch of 1,024 x 256 is 4 ciphertexts at N = 2^16. The weights are
-one ciphertext U holding its F values replicated in every row, i.e. an F-periodic vector: a
-sparse-slot (F-slot) ciphertext, so bootstrapping takes the cheap packed sparse path.
+**Layout.** A ciphertext of S = N/2 slots holds ``rows = S / F`` rows of F slots (row i at
+[iF, iF + F)). A mini-batch is cut into P blocks of 2 rows samples; block p, row i holds
+Zc[p, i] = lambda (z_a + i z_b), the samples (2p) rows + i and (2p + 1) rows + i in the real and
+imaginary parts (``data_scale`` lambda). A batch of 1,024 x 256 is P = 4 blocks at N = 2^16. The
+P blocks are *interleaved* over P ciphertexts, differently for the two products that read them
+(the client encrypts both; HELR keeps one block per ciphertext and rotates each one apart):
+
+* inner products, ``data`` D_r (r < P): slot iF + m holds Zc[m mod P, i, (m + r) mod F];
+* gradient, ``data_low`` E_r: slot iF + m holds Zc[(m - r) mod P, i', m] (i' = i, or i - 1
+  when m < r).
+
+The weights are one ciphertext U holding its F values in every row, i.e. an F-periodic vector:
+a sparse F-slot ciphertext, so bootstrapping takes the cheap packed sparse path.
 
 The state is U = p + i q with p = (1 - eta_{t-1}) w_t and q = eta_{t-1} w_{t-1} (so v = p + q,
 w = p / (1 - eta_{t-1})): the gradient then enters U with a *real* factor, and one iteration is
@@ -33,19 +39,21 @@ one complex-linear map of (U, conj U) plus that term::
 **One iteration** (:func:`step`, depth 4: U at level l comes out at l - 4; ``Uc`` = conj(U))::
 
     2v  = (U + Uc) - i (U - Uc)                        1 conjugation, no level
-    X_p = rotsum_F(D_p * 2v)          -> l - 1          P products, log2 F rotations each
-          (slot iF: 2 lambda (ip_a + i ip_b); other slots: partial sums, masked later)
-    y   = [X + Xc, i (Xc - X)] = 4 lambda ip (real)     1 conjugation per ciphertext
+    X   = rowsum_P(sum_r D_r * rot(2v, r))   -> l - 1   P - 1 hoisted rotations, one
+          relinearization for the sum, log2(F / P) rotations (stride P within a row);
+          slot iF + p: 2 lambda (ip_a + i ip_b) of block p, row i (other slots: masked later)
+    y   = [X + Xc, i (Xc - X)] = 4 lambda ip (real)     1 conjugation
     s   = (m3 * y) * (y^2 + c1 h^2 / c3) + m0  -> l - 3 sigma3 with the mask folded in (h = 4 lambda):
-          m3, m0 hold mu c3 / h^3, mu c0 at slots iF (times -i for the b half), zero elsewhere
-    S_p = s_a + s_b = mu (sigma_a - i sigma_b), replicated over each row: log2 F rotations
-    G   = rowsum(sum_p D_p S_p)       -> l - 4          one relinearization for the sum,
-          log2(rows) rotations (cyclic: the sum lands in every row, already replicated)
+          m3, m0 hold mu c3 / h^3, mu c0 at slots iF + p (p < P; times -i for the b half)
+    T   = s_a + s_b = mu (sigma_a - i sigma_b), spread over each row (stride P): log2(F / P) rotations
+    G   = rowsum(sum_r rot(T, -r) * E_r)     -> l - 4   P - 1 hoisted rotations, one
+          relinearization, log2(rows) rotations (cyclic: the sum lands in every row, replicated)
     U'  = G + conj(G) + A U + B Uc    (mu = kappa / 2 lambda makes G + conj G = kappa R)
 
-Per iteration (P ciphertexts, F features): 2 + P conjugations, (2 log2 F) P + log2(rows) rotations,
-3P + 1 relinearizations (n16-boot, F = 256, P = 4: 6 + 64 + 7 rotations/conjugations, 13 + ...).
-Every per-iteration constant (masks with eta_t, gamma folded in, A_t, B_t) is a plaintext
+Key switches per iteration: 2 log2(F / P) + 2 (P - 1) + log2(rows) rotations, 3 conjugations,
+2 + 2 x 2 relinearizations (the cubic on the a and b halves); n16-boot, F = 256, P = 4:
+12 + 6 + 7 + 3 + 6 = 34 (HELR's one-block-per-ciphertext layout needs about 100). Every
+per-iteration constant (masks with eta_t and gamma folded in, A_t, B_t) is a plaintext
 argument, so an iteration compiles once per starting level.
 
 **Bootstrapping**: only U (one sparse F-slot ciphertext, real and imaginary parts refreshed
@@ -209,20 +217,35 @@ def _rows(slots: int, features: int) -> int:
     return slots // features
 
 
-def pack_batch(z, slots: int, config: HELRConfig) -> np.ndarray:
-    """One mini-batch z float[n, F] as complex128[P, slots]: ciphertext p's real part holds rows
-    2p*rows + i, its imaginary part rows (2p + 1)*rows + i, at slots [iF, iF + F), times
-    ``data_scale``; missing rows are zero (they add nothing to the gradient)."""
+def _blocks(n: int, rows: int, features: int) -> int:
+    """P: blocks of 2 rows samples for n samples, rounded up to a power of two (the stride-P
+    sums need F / P to be one); at most F."""
+    p = 1 << max(0, (-(-int(n) // (2 * rows)) - 1).bit_length())
+    if p > features:
+        raise ValueError(f"{n} samples need {p} blocks of {2 * rows}; at most F = {features} fit this layout")
+    return p
+
+
+def pack_batch(z, slots: int, config: HELRConfig) -> tuple:
+    """One mini-batch z float[n, F] in the two interleaved layouts (see the module doc):
+    ``(data, data_low)``, each complex128[P, slots]; missing rows are zero (they add nothing
+    to the gradient)."""
     f = config.features
     rows = _rows(slots, f)
     z = np.asarray(z, dtype=np.float64)
     if z.ndim != 2 or z.shape[1] != f:
         raise ValueError(f"pack_batch: expected float[n, {f}], got shape {z.shape}")
-    p = -(-len(z) // (2 * rows))
+    p = _blocks(len(z), rows, f)
     full = np.zeros((2 * p * rows, f))
     full[:len(z)] = z
-    blocks = full.reshape(p, 2, rows * f) * config.data_scale
-    return blocks[:, 0] + 1j * blocks[:, 1]
+    blocks = full.reshape(p, 2, rows, f) * config.data_scale
+    zc = blocks[:, 0] + 1j * blocks[:, 1]                                  # [P, rows, F]
+    r = np.arange(p)[:, None, None]
+    i = np.arange(rows)[None, :, None]
+    m = np.arange(f)[None, None, :]
+    data = zc[m % p, i, (m + r) % f]
+    low = zc[(m - r) % p, (i - (m < r)) % rows, m]
+    return data.reshape(p, slots), low.reshape(p, slots)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,18 +283,18 @@ def make_plan(params, config: HELRConfig, batch: int, boot_level: int, start_lev
         levels.append(level)
         level -= DEPTH
     scale_down = tuple(t + 1 < config.iterations and refresh[t + 1] for t in range(config.iterations))
-    return Plan(config, params.slots, rows, -(-int(batch) // (2 * rows)), tuple(levels), tuple(refresh),
-                scale_down)
+    return Plan(config, params.slots, rows, _blocks(batch, rows, config.features), tuple(levels),
+                tuple(refresh), scale_down)
 
 
 # -- encrypted inputs --------------------------------------------------------------------------
 
 @pytree_dataclass
 class StepInputs:
-    """What one iteration reads besides U: the mini-batch ``data`` (Ciphertext [P], level l) and
-    ``data_low`` (the same at level l - 3), and its constants as plaintexts (public: they come
-    from the learning-rate and momentum schedule): ``mask3`` [2, 1] at l - 1, ``mask0`` [2, 1]
-    at l - 3 (the a and b halves), ``nesterov`` [2] = (A_t, B_t) at l - 3."""
+    """What one iteration reads besides U: the mini-batch in its two layouts, ``data``
+    (Ciphertext [P], level l) and ``data_low`` (Ciphertext [P], level l - 3), and its constants
+    as plaintexts (public: they come from the learning-rate and momentum schedule): ``mask3`` [2]
+    at l - 1, ``mask0`` [2] at l - 3 (the a and b halves), ``nesterov`` [2] = (A_t, B_t) at l - 3."""
 
     data: Ciphertext
     data_low: Ciphertext
@@ -298,9 +321,10 @@ def _step_constants(ctx: CKKSContext, plan: Plan, t: int, batch: int) -> tuple:
     mu, a, b = _constants(t, plan, batch)
     c0, _, c3 = cfg.sigmoid
     h = 4 * cfg.data_scale
-    mask = np.zeros(plan.slots)
-    mask[::cfg.features] = 1.0
-    halves = np.asarray([1.0, -1j])[:, None, None]  # S = s_a - i s_b
+    mask = np.zeros((plan.rows, cfg.features))
+    mask[:, :plan.ciphertexts] = 1.0  # slots iF + p, p < P
+    mask = mask.reshape(-1)
+    halves = np.asarray([1.0, -1j])[:, None]  # T = s_a - i s_b
     mask3 = ckks.encode(halves * (mu * c3 / h ** 3) * mask, ctx, level=level - 1)
     mask0 = ckks.encode(halves * (mu * c0) * mask, ctx, level=level - 3)
     nesterov = ckks.encode(np.asarray([[a], [b]]) * np.ones(plan.slots), ctx, level=level - 3)
@@ -315,15 +339,15 @@ def encrypt_inputs(ctx: CKKSContext, key, batches, plan: Plan, rng=None) -> list
     z = _check_batches(batches, plan.config.features)
     if len(z) != plan.config.iterations:
         raise ValueError(f"encrypt_inputs: {len(z)} batches for {plan.config.iterations} iterations")
-    if -(-z.shape[1] // (2 * plan.rows)) != plan.ciphertexts:
+    if _blocks(z.shape[1], plan.rows, plan.config.features) != plan.ciphertexts:
         raise ValueError(f"encrypt_inputs: batches of {z.shape[1]} rows, the plan is for {plan.ciphertexts} ciphertexts")
-    packed = np.stack([pack_batch(b, plan.slots, plan.config) for b in z])  # [T, P, slots]
     out = []
     for t in range(len(z)):
         level = plan.levels[t]
-        both = ckks.encrypt(ckks.encode(packed[t], ctx, level=level), ctx, key, rng), \
-            ckks.encrypt(ckks.encode(packed[t], ctx, level=level - 3), ctx, key, rng)
-        out.append(StepInputs(both[0], both[1], *_step_constants(ctx, plan, t, z.shape[1])))
+        data, low = pack_batch(z[t], plan.slots, plan.config)
+        out.append(StepInputs(ckks.encrypt(ckks.encode(data, ctx, level=level), ctx, key, rng),
+                              ckks.encrypt(ckks.encode(low, ctx, level=level - 3), ctx, key, rng),
+                              *_step_constants(ctx, plan, t, z.shape[1])))
     return out
 
 
@@ -344,22 +368,22 @@ class HELRKeys:
     boot: circuits.BootstrapKeys
 
 
-def rotation_steps(params, config: HELRConfig) -> tuple:
-    """Rotations :func:`step` needs: 1, 2, ..., F/2 (inner products), their negatives
-    (replication over a row), F, 2F, ..., N/4 (the sum over rows)."""
-    f, slots = config.features, params.slots
-    _rows(slots, f)
-    powers = [1 << k for k in range(f.bit_length() - 1)]
+def rotation_steps(plan: Plan) -> tuple:
+    """Rotations :func:`step` needs: 1 .. P - 1 and their negatives (the interleaved blocks),
+    P, 2P, .., F/2 and their negatives (sums and spreads within a row), F, 2F, .., N/4 (the sum
+    over rows)."""
+    f, slots, p = plan.config.features, plan.slots, plan.ciphertexts
+    within = list(range(1, p)) + [p << k for k in range((f // p).bit_length() - 1)]
     rows = [f << k for k in range((slots // f).bit_length() - 1)]
-    return tuple(sorted({*powers, *(slots - r for r in powers), *rows}))
+    return tuple(sorted({*within, *(slots - r for r in within), *rows}))
 
 
-def gen_keys(ctx: CKKSContext, sk, boot: circuits.Bootstrapper, config: HELRConfig, rng=None, *,
+def gen_keys(ctx: CKKSContext, sk, boot: circuits.Bootstrapper, plan: Plan, rng=None, *,
              progress: bool | None = None) -> HELRKeys:
     """Bootstrapping keys for ``boot`` plus the rotations of :func:`rotation_steps` that the
     bootstrapper does not already have (relinearization and conjugation keys are shared)."""
     bk = circuits.gen_bootstrap_keys(ctx, sk, boot, rng, progress=progress)
-    need = rotation_steps(ctx.params, config)
+    need = rotation_steps(plan)
     extra = ckks.gen_rotation_keys(ctx, sk, [s for s in need if s not in bk.evk.rotations], rng,
                                    progress=progress)
     rot = {s: bk.evk.rotations.get(s, extra.get(s)) for s in need}
@@ -384,8 +408,19 @@ def _rotsum(ct: Ciphertext, steps, ctx, evk) -> Ciphertext:
     return ct
 
 
-def _stack(a: Ciphertext, b: Ciphertext) -> Ciphertext:
-    return a.replace(data=jnp.stack([a.data, b.data]))
+def _stack(cts) -> Ciphertext:
+    """Ciphertexts of one level and scale as one batch [len(cts)]."""
+    return cts[0].replace(data=jnp.stack([c.data for c in cts]))
+
+
+def _dot(a: Ciphertext, b: Ciphertext, ctx, evk) -> Ciphertext:
+    """sum_r a[r] * b[r] over the leading batch axis: tensor products, one relinearization and
+    one rescale for the sum."""
+    prod = ckks.mul(a, b, ctx, rescale=False, relinearize=False)
+    acc = prod[0]
+    for r in range(1, len(prod)):
+        acc = ckks.add(acc, prod[r], ctx)
+    return ckks.rescale(ckks.relinearize(acc, ctx, evk), ctx)
 
 
 def _check_step(u, inputs, ctx, config):
@@ -413,25 +448,23 @@ def step(u: Ciphertext, inputs: StepInputs, ctx: CKKSContext, evk: EvalKeys, con
     p = ctx.params
     f, level = config.features, u.level
     u = u.replace(slots=p.slots)  # the F-periodic vector seen in all N/2 slots
-    powers = [1 << k for k in range(f.bit_length() - 1)]
+    blocks = len(inputs.data) if inputs.data.batch_shape else 1
+    spread = [blocks << k for k in range((f // blocks).bit_length() - 1)]
     ubar = ckks.conjugate(u, ctx, evk)
     v2 = ckks.sub(ckks.add(u, ubar, ctx), ckks.mul_i(ckks.sub(u, ubar, ctx), ctx), ctx)  # 2 (p + q)
-    x = _rotsum(ckks.mul(inputs.data, v2, ctx, evk), powers, ctx, evk)
+    x = _rotsum(_dot(inputs.data, _stack(ckks.rotate_hoisted(v2, range(blocks), ctx, evk)), ctx, evk),
+                spread, ctx, evk)
     xbar = ckks.conjugate(x, ctx, evk)
-    y = _stack(ckks.add(x, xbar, ctx), ckks.mul_i(ckks.sub(xbar, x, ctx), ctx))  # 4 lambda ip: [2, P]
+    y = _stack([ckks.add(x, xbar, ctx), ckks.mul_i(ckks.sub(xbar, x, ctx), ctx)])  # 4 lambda ip, [2]
     c0, c1, c3 = config.sigmoid
     h = 4 * config.data_scale
     quad = ckks.add(ckks.mul(y, y, ctx, evk), c1 / c3 * h * h, ctx)
     s = ckks.add(ckks.mul(ckks.mul(y, inputs.mask3, ctx), quad, ctx, evk), inputs.mask0, ctx)
-    s = _rotsum(ckks.add(s[0], s[1], ctx), [-r for r in powers], ctx, evk)  # [P], replicated
-    g = ckks.mul(inputs.data_low, s, ctx, rescale=False, relinearize=False)
-    acc = g[0]
-    for i in range(1, len(g)):
-        acc = ckks.add(acc, g[i], ctx)
-    g = ckks.rescale(ckks.relinearize(acc, ctx, evk), ctx)
+    s = _rotsum(ckks.add(s[0], s[1], ctx), [-r for r in spread], ctx, evk)
+    g = _dot(inputs.data_low, _stack(ckks.rotate_hoisted(s, [-r for r in range(blocks)], ctx, evk)), ctx, evk)
     g = _rotsum(g, [f << k for k in range((p.slots // f).bit_length() - 1)], ctx, evk)
     grad = ckks.add(g, ckks.conjugate(g, ctx, evk), ctx)  # kappa R (real)
-    both = ckks.level_down(_stack(u, ubar), ctx, level - 3, scale=p.default_scale(level - 3))
+    both = ckks.level_down(_stack([u, ubar]), ctx, level - 3, scale=p.default_scale(level - 3))
     lin = ckks.mul(both, inputs.nesterov, ctx, rescale=False)
     lin = ckks.rescale(ckks.add(lin[0], lin[1], ctx), ctx)
     return _exact_scale(ckks.add(grad, lin, ctx))
