@@ -156,8 +156,8 @@ def test_encrypted_training_matches_reference(trained):
     bootstrap before the 2nd and 3rd. Measured (CPU): after iterations 2 and 3 the weights are
     within 2^-15.5 and 2^-16.6 (max abs error over max |w|) of the reference; after iteration 1,
     2^-9.7: that read-out divides Re(U) by 1 - eta_0 = 0.0101 and multiplies by boot_scale 8
-    (the state itself carries no such factor, as the later iterations show). Bounds 3 bits
-    looser (the first 1.7, the others 2.5)."""
+    (the state itself carries no such factor, as the later iterations show). Bounds: 2^-8
+    and 2^-13."""
     plan, seen, ref = trained["plan"], trained["seen"], trained["ref"]
     assert plan.refresh == (False, True, True) and plan.bootstraps == 2
     assert trained["u"].level == 0 and trained["u"].slots == trained["ctx"].params.slots

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import jax
 import jax.numpy as jnp
@@ -79,7 +80,7 @@ from ..rns.pytree import pytree_dataclass
 __all__ = ["DEPTH", "SIGMOID3", "HELRConfig", "HELRKeys", "Plan", "StepInputs", "accuracy", "auc",
            "decrypt_weights", "design_matrix", "encrypt_inputs", "encrypt_zero_weights", "gen_keys",
            "make_plan", "momentum", "pack_batch", "refresh", "rotation_steps", "sample_batches",
-           "sigmoid3", "step", "train", "train_plain"]
+           "sigmoid3", "step", "step_context", "jit_refresh", "jit_step", "train", "train_plain"]
 
 #: HELR's cubic for sigma(-x) = 1 / (1 + e^x): (c0, c1, c3), least squares on [-16, 16]
 #: (0.5, -0.08427, 0.000247) rounded as HELR's code rounds it.
@@ -484,27 +485,43 @@ def refresh(u: Ciphertext, ctx: CKKSContext, boot: circuits.Bootstrapper, keys: 
     return ckks.mul(out, config.boot_scale, ctx, rescale=False) if config.boot_scale != 1 else out
 
 
+#: :func:`step` and :func:`refresh` jitted (``config`` static), as :func:`train` calls them.
+jit_step = jax.jit(step, static_argnames="config")
+jit_refresh = jax.jit(refresh, static_argnames="config")
+
+
+def step_context(ctx: CKKSContext, level: int) -> CKKSContext:
+    """The context restricted to the levels one iteration from ``level`` uses (fewer arrays to
+    pass per call: see :meth:`jax_fhe.ckks.CKKSContext.for_levels`)."""
+    return ctx.for_levels(range(level - DEPTH, level + 1))
+
+
 def train(u: Ciphertext, inputs, plan: Plan, ctx: CKKSContext, keys: HELRKeys, boot: circuits.Bootstrapper,
-          *, callback=None) -> Ciphertext:
-    """The encrypted training loop: for each iteration, :func:`refresh` where the plan says,
-    then :func:`step` (each jitted once per level; the context passed holds the levels a call
-    uses). ``callback(t, u)`` (optional) sees U after iteration t. Returns U_T."""
+          *, callback=None, times: list | None = None) -> Ciphertext:
+    """The encrypted training loop (a Python loop over :data:`jit_refresh` where the plan says,
+    then :data:`jit_step`; each compiles once per level). ``callback(t, u)`` (optional) sees U
+    after iteration t. ``times`` (optional list): wait for each call and append
+    ``(kind, t, level, seconds)`` with kind "refresh" or "step". Returns U_T."""
     cfg = plan.config
     if len(inputs) != cfg.iterations:
         raise ValueError(f"train: {len(inputs)} inputs for {cfg.iterations} iterations")
-    step_fn = jax.jit(step, static_argnames="config")
-    refresh_fn = jax.jit(refresh, static_argnames="config")
     views = {}
 
-    def view(level):
-        if level not in views:
-            views[level] = ctx.for_levels(range(level - DEPTH, level + 1))
-        return views[level]
+    def timed(kind, t, level, fn, *args):
+        if times is None:
+            return fn(*args, config=cfg)
+        start = time.perf_counter()
+        out = jax.block_until_ready(fn(*args, config=cfg))
+        times.append((kind, t, level, time.perf_counter() - start))
+        return out
 
     for t in range(cfg.iterations):
         if plan.refresh[t]:
-            u = refresh_fn(u, ctx, boot, keys.boot, config=cfg)
-        u = step_fn(u, inputs[t], view(plan.levels[t]), keys.evk, config=cfg)
+            u = timed("refresh", t, u.level, jit_refresh, u, ctx, boot, keys.boot)
+        level = plan.levels[t]
+        if level not in views:
+            views[level] = step_context(ctx, level)
+        u = timed("step", t, level, jit_step, u, inputs[t], views[level], keys.evk)
         if callback is not None:
             callback(t, u)
     return u
