@@ -39,7 +39,7 @@ one complex-linear map of (U, conj U) plus that term::
 **One iteration** (:func:`step`, depth 4: U at level l comes out at l - 4; ``Uc`` = conj(U))::
 
     2v  = (U + Uc) - i (U - Uc)                        1 conjugation, no level
-    X   = rowsum_P(sum_r D_r * rot(2v, r))   -> l - 1   P - 1 hoisted rotations, one
+    X   = sum_stride_P(sum_r D_r * rot(2v, r)) -> l - 1   P - 1 hoisted rotations, one
           relinearization for the sum, log2(F / P) rotations (stride P within a row);
           slot iF + p: 2 lambda (ip_a + i ip_b) of block p, row i (other slots: masked later)
     y   = [X + Xc, i (Xc - X)] = 4 lambda ip (real)     1 conjugation
@@ -52,7 +52,7 @@ one complex-linear map of (U, conj U) plus that term::
 
 Key switches per iteration: 2 log2(F / P) + 2 (P - 1) + log2(rows) rotations, 3 conjugations,
 2 + 2 x 2 relinearizations (the cubic on the a and b halves); n16-boot, F = 256, P = 4:
-12 + 6 + 7 + 3 + 6 = 34 (HELR's one-block-per-ciphertext layout needs about 100). Every
+12 + 6 + 7 + 3 + 6 = 34 (one block per ciphertext, as HELR packs, took 98 here). Every
 per-iteration constant (masks with eta_t and gamma folded in, A_t, B_t) is a plaintext
 argument, so an iteration compiles once per starting level.
 
@@ -62,6 +62,11 @@ iterations (13 -> 9 -> 5 -> 1); 32 iterations take 10 bootstraps. The iteration 
 bootstrap scales its output down by ``boot_scale`` (folded into its constants: |U| <= 1 keeps
 the bootstrap's sine approximation accurate); :func:`refresh` multiplies it back (an integer, no
 level).
+
+**Precision** (max |w_enc - w| / max |w| against :func:`train_plain`, CPU): toy-boot-n12 MNIST
+7x7 (F = 64, batch 256), 32 iterations with 31 bootstraps: 2^-20.9; n16-boot, F = 256, batch
+1024, two iterations from level 13 (no bootstrap): 2^-16.9. The read-out after the first
+iteration divides by 1 - eta_0 ~ 0.01 and is ~7 bits worse (the state is not).
 """
 from __future__ import annotations
 
