@@ -11,13 +11,14 @@ Layers (each imports only from the layers listed before it):
   jax_fhe.circuits - circuits over CKKS: polynomials, linear transforms, the homomorphic DFT, EvalMod
   jax_fhe.pir  - PIR: the int8 tensor-core DB GEMM, SimplePIR
   jax_fhe.io   - saving and loading objects (versioned, checksummed files and bytes)
+  jax_fhe.apps - applications: HELR (logistic-regression training on encrypted data)
 """
 from . import _ffi  # registers the FFI targets  # noqa: F401
-from . import bfv, bgv, circuits, ckks, io, lwe, ops, pir, rlwe, rns
+from . import apps, bfv, bgv, circuits, ckks, io, lwe, ops, pir, rlwe, rns
 from ._ffi import built_with_cuda, gpu_available
 
 __version__ = "0.1.0"
 
-__all__ = ["bfv", "bgv", "built_with_cuda", "circuits", "ckks", "gpu_available", "io", "lwe", "ops", "pir", "rlwe",
-           "rns",
+__all__ = ["apps", "bfv", "bgv", "built_with_cuda", "circuits", "ckks", "gpu_available", "io", "lwe", "ops", "pir",
+           "rlwe", "rns",
            "__version__"]

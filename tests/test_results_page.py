@@ -56,7 +56,8 @@ def test_tables_are_well_formed(bench):
     tables = _tables(text)
     entries = sum(len(results.load(results.default_path(a))["entries"]) for a in results.AREAS)
     timing = [t for t in tables if t[0][0] == "operation"]
-    assert len(timing) == len(results.AREAS)
+    measured = [a for a in results.AREAS if results.load(results.default_path(a))["entries"]]
+    assert len(timing) == len(measured)  # an area not measured yet says so instead of a table
     assert sum(len(rows) for _, rows in timing) == entries
     for header, rows in tables:
         assert rows, header
