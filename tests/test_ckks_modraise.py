@@ -1,9 +1,7 @@
 """ModRaise and secret switching (the scheme operations bootstrapping needs), on CPU against
 exact integers: the raised phase is the low phase plus q times a small integer polynomial."""
-import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

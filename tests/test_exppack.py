@@ -1,5 +1,4 @@
 """ExpPack: the exact modular GEMM, query expansion and the packing identity."""
-import math
 
 import jax
 import jax.numpy as jnp

@@ -270,6 +270,7 @@ class Plan:
 
     @property
     def bootstraps(self) -> int:
+        """How many bootstraps the plan takes."""
         return sum(self.refresh)
 
 

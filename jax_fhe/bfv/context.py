@@ -78,6 +78,7 @@ class BFVContext:
 
     @property
     def q_rows(self) -> tuple:
+        """The rows of Q in the context's prime list (BFV has one level)."""
         return self.params.rows(0)
 
     def keyswitch_tables(self, level: int = 0):

@@ -47,6 +47,8 @@ def slot_positions(n: int) -> np.ndarray:
 
 
 def make_plain_tables(t: int, n: int) -> PlainTables:
+    """The plaintext tables for modulus ``t`` and degree ``n``: a one-prime RNS context over t and
+    the slot permutations (flat slot index <-> NTT position) in both directions."""
     pos = slot_positions(n)
     inv = np.empty_like(pos)
     inv[pos] = np.arange(n)

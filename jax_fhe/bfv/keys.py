@@ -108,6 +108,8 @@ def normalize_step(step, params) -> int:
 
 
 def gen_secret_key(ctx, rng: HostRandom | None = None) -> SecretKey:
+    """A fresh secret key: ternary (or of the parameter set's Hamming weight), drawn from ``rng``
+    (default: the system's cryptographic randomness), stored in the NTT domain over every row."""
     ctx = check_scheme_context(ctx, "gen_secret_key")
     p = ctx.params
     s = rlwe_enc.sample_secret(p.n, as_host_random(rng), p.hamming_weight)

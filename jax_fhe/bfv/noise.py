@@ -128,6 +128,7 @@ class NoiseModel:
 
     # -- sizes --------------------------------------------------------------------------------
     def log_q(self, level: int = 0) -> float:
+        """log2 of the ciphertext modulus at ``level``."""
         return math.log2(self.params.modulus(level))
 
     def bound(self, est: float) -> float:
@@ -140,6 +141,7 @@ class NoiseModel:
 
     # -- operations ---------------------------------------------------------------------------
     def fresh(self, public: bool = True) -> float:
+        """A fresh encryption: public-key (default) or secret-key."""
         t2 = 2 * self.log_t
         if not public:
             return half_log(t2 + log2_sum(2 * self.log_sigma, U2))
@@ -147,9 +149,11 @@ class NoiseModel:
         return half_log(t2 + log2_sum(U2 + self.log_phase, U2, enc - 2 * self.log_p))
 
     def add(self, a: float, b: float) -> float:
+        """The sum of two ciphertexts with noise ``a`` and ``b``."""
         return log2_sum(a, b)
 
     def add_plain(self, a: float) -> float:
+        """Adding a plaintext: its rounding error t u joins the noise."""
         return log2_sum(a, self.log_t + U2 / 2)
 
     def mul_plain(self, a: float, norm2: float) -> float:
@@ -157,6 +161,7 @@ class NoiseModel:
         return a + math.log2(max(norm2, 1)) / 2
 
     def mul_const(self, a: float, c: int) -> float:
+        """Multiplication by the integer ``c`` (its centered residue mod t)."""
         t = self.params.plain_modulus
         c = int(c) % t
         c = abs(c - t if c > t // 2 else c)
@@ -170,6 +175,7 @@ class NoiseModel:
         return log2_sum(*terms, U2 + self.log_phase)
 
     def relin(self, a: float, level: int = 0) -> float:
+        """Relinearization (and, as ``rotate``, a rotation): one key switch's error, times t, joins."""
         return log2_sum(a, half_log(2 * self.log_t + self.key_switch_variance(level)))
 
     rotate = relin

@@ -66,6 +66,7 @@ class BFVParams(RLWEParams):
 
     @property
     def t(self) -> int:
+        """The plaintext modulus t."""
         return int(self.plain_modulus)
 
     @property
@@ -75,6 +76,7 @@ class BFVParams(RLWEParams):
 
     @functools.cached_property
     def log_q(self) -> float:
+        """log2(Q): the size of the ciphertext modulus in bits."""
         return math.log2(self.modulus(0))
 
     @property

@@ -43,6 +43,8 @@ class ModSwitchTables:
 
 
 def make_mod_switch_tables(params: BGVParams, level: int) -> ModSwitchTables:
+    """The tables of the modulus switch ``level`` -> level - 1: the exact conversion of the dropped
+    primes, its t correction and D^-1 mod the kept primes (D: the dropped primes' product)."""
     rows, new, drop = params.rows(level), params.rows(level - 1), params.dropped(level)
     q = params.q_primes
     big_d = math.prod(q[r] for r in drop)
@@ -81,6 +83,7 @@ class BGVContext:
         return self.params.plain_modulus
 
     def keyswitch_tables(self, level: int):
+        """The key-switching tables at ``level`` (t-corrected ModDown)."""
         self.params.check_level(level)
         return self.keyswitch[level]
 
@@ -92,6 +95,7 @@ class BGVContext:
         return self.mod_switch[level]
 
     def to_t_conv(self, level: int) -> MixedRadixConv:
+        """The centered conversion Q_level -> t used by decryption."""
         self.params.check_level(level)
         return self.to_t[level]
 

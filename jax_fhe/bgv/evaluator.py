@@ -184,6 +184,7 @@ def add(a: Ciphertext, b, ctx: BGVContext) -> Ciphertext:
 
 
 def neg(a: Ciphertext, ctx: BGVContext) -> Ciphertext:
+    """-a (slot-wise mod t)."""
     ctx = check_context(ctx, "neg")
     check_ct(a, ctx, "neg", any_degree=True)
     return a.replace(data=ops.neg_mod(a.data, ctx.ring, ctx.params.rows(a.level)))

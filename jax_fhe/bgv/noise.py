@@ -85,10 +85,12 @@ class NoiseModel:
         return est + math.log2(self.z)
 
     def budget(self, est: float, level: int) -> float:
+        """The budget the bound guarantees at ``level``: log2(Q_l) - 1 - log2(z sqrt(V))."""
         return self.params.log_q(level) - 1 - self.bound(est)
 
     # -- operations ---------------------------------------------------------------------------
     def fresh(self, public: bool = True) -> float:
+        """A fresh encryption at the top level: public-key (default) or secret-key."""
         t2 = 2 * self.log_t
         if not public:
             return log2_sum(t2 + U2, t2 + 2 * self.log_sigma) / 2
@@ -96,18 +98,23 @@ class NoiseModel:
         return log2_sum(t2 + U2, 2 * self.rounding, enc - 2 * self.log_p) / 2
 
     def add(self, a: float, b: float) -> float:
+        """The sum of two ciphertexts with noise ``a`` and ``b``."""
         return log2_sum(a, b)
 
     def add_plain(self, a: float) -> float:
+        """Adding a plaintext: its rounding error t u joins the noise."""
         return log2_sum(a, self.log_t + U2 / 2)
 
     def mul_plain(self, a: float, norm2: float) -> float:
+        """Multiplication by a plaintext whose centered coefficients have sum of squares ``norm2``."""
         return a + math.log2(max(norm2, 1)) / 2
 
     def mul_const(self, a: float, c: int) -> float:
+        """Multiplication by the integer ``c``."""
         return a + math.log2(max(abs(int(c)), 1))
 
     def mul(self, a: float, b: float) -> float:
+        """The product before relinearization: the secret's peak weights the cross terms."""
         return a + b + (1 + self.log_n + self.log_w) / 2
 
     def key_switch(self, level: int) -> float:
@@ -118,6 +125,7 @@ class NoiseModel:
         return log2_sum(*terms, 2 * self.rounding) / 2
 
     def relin(self, a: float, level: int) -> float:
+        """Relinearization (and, as ``rotate``, a rotation) at ``level``: one t-corrected key switch."""
         return log2_sum(a, self.key_switch(level))
 
     rotate = relin

@@ -40,13 +40,16 @@ class BGVParams(RLWEParams):
 
     @property
     def t(self) -> int:
+        """The plaintext modulus t."""
         return int(self.plain_modulus)
 
     @property
     def slots(self) -> int:
+        """N: the slots of a plaintext (a 2 x N/2 matrix)."""
         return self.n
 
     def log_q(self, level: int) -> float:
+        """log2(Q_level): the ciphertext modulus at ``level`` in bits."""
         return math.log2(self.modulus(level))
 
     @functools.cached_property

@@ -35,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import jax
 import jax.numpy as jnp
 
 from .. import ckks

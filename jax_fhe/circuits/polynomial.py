@@ -35,7 +35,6 @@ Everything here runs at trace time on static data (the coefficients are Python n
 from __future__ import annotations
 
 import dataclasses
-import math
 import numbers
 
 import numpy as np

@@ -32,7 +32,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .. import lwe
 from ..lwe import LWE_N1280, LWEParams, public_matrix
 from ..ops import ntt
 from ..rlwe import rgsw

@@ -104,10 +104,12 @@ class KLSSLayout:
 
     @property
     def dnum(self) -> int:
+        """beta: the number of digits of alpha q primes each (the last may be short)."""
         return -(-self.num_q // self.alpha)
 
     @property
     def t_count(self) -> int:
+        """The number of primes of the auxiliary modulus T."""
         return len(self.t_primes)
 
     @property
@@ -309,6 +311,7 @@ class KLSSTables:
 
     @property
     def ext_rows(self) -> tuple:
+        """The rows of the extended basis Q_l P: the q rows, then the special rows."""
         return self.rows + self.special_rows
 
     def __repr__(self) -> str:
