@@ -58,7 +58,7 @@ def _mod_switch(server, folded):
 
 
 def _answer_ct(server, keys, query):
-    return pr._answer(server, keys, query).ct      # the jitted answer, as pr.answer calls it
+    return pr._answer(server, keys, query, pr._stages(None)).ct      # the jitted answer, as pr.answer calls it
 
 
 _JITTED = {}
