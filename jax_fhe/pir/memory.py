@@ -189,7 +189,11 @@ def estimate(params: VIPIRParams, batch: int, chunking: Chunking | None = None, 
     step = min(8, blocks // (devices * c.db_chunks)) or 1
     step_rows = step * n
     setup = dict(db=held["db"], planes=planes, tables=held["tables"],
-                 hint_step=2 * step_rows * params.cols + step_rows * nl * 4 * 2 + 3 * step * nl * limbs * n * 4)
+                 # the step's rows (sliced, or the whole DB chunk if the autotuner copies the
+                 # fused slice's operand), DB @ A and its planes, the NTT temporaries, and a
+                 # step's planes arriving from another device
+                 hint_step=(chunk_rows + step_rows) * params.cols + step_rows * nl * 4 * 2
+                 + 3 * step * nl * limbs * n * 4 + n * limbs * 4 * step * nl)
     return MemoryPlan(params=params, batch=batch, devices=devices, chunking=c, held=held, query=query,
                       stages=stages, autotune=autotune, setup=setup, memory_bytes=memory_bytes)
 
