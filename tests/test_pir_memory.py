@@ -154,7 +154,7 @@ def test_bench_plan_only():
     cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_pir.py"), "--db-gib", "16", "64", "--protocols", "hybrid",
            "--batches", "32", "--plan-only", "--memory-gib", "60"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT / "benchmarks")
-    assert "DB 16 GiB" in out.stdout and "(fits)" in out.stdout, out.stdout
+    assert "DB 16 GiB" in out.stdout and "(fits with" in out.stdout, out.stdout
     assert out.returncode == 2 and "would fit: batch 32 on 2 devices" in out.stderr, out.stderr
 
 
