@@ -62,9 +62,9 @@ def test_plan_buffers_match_arrays(toy_tables, protocol):
     assert p.stages["expansion"]["expanded"] == _nbytes(expanded)
     assert p.stages["packing"]["packed"] == _nbytes(packed)
     assert p.query["answers"] == _nbytes(ans)
-    # pack bound of 1 byte: one query per group, one plane chunk's products
+    # pack bound of 1 byte: one query per group in each of the 2 plane chunks, all alive at once
     per_query = 32 * (params.ring.n // 2) * params.ring.limbs * 4 * params.blocks
-    assert p.stages["packing"]["products"] == per_query
+    assert p.stages["packing"]["products"] == 2 * per_query
     assert p.autotune["fold"] >= _nbytes(server.db[0]) and p.autotune["pack"] >= _nbytes(server.planes[0])
     assert p.peak_bytes == (p.held_bytes + sum(p.query.values()) + memory.RESERVE_BYTES
                             + max(max(p.autotune.values()), max(sum(v.values()) for v in p.stages.values())))

@@ -178,7 +178,7 @@ def pack(planes: jax.Array, special: jax.Array, y: jax.Array, tables: RingTables
              first n are used (the caller may pass all expanded slots: no sliced copy).
     y:       uint32[B, blocks * N] LWE b-parts mod 2^32 (rounded to 2^18 here).
     max_temp_bytes: shared planes only: bound on the int32 plane products alive at once
-             (default :data:`PACK_TEMP_BYTES`); see :func:`_pack_shared`.
+             (default :data:`PACK_TEMP_BYTES`; shared by the plane chunks); see :func:`_pack_shared`.
     Returns uint32[B, blocks, 2, L, N]: RLWE ciphertexts of the LWE phases mod 2^18.
     """
     params = tables.params
@@ -205,9 +205,10 @@ def pack(planes: jax.Array, special: jax.Array, y: jax.Array, tables: RingTables
         budget = PACK_TEMP_BYTES if max_temp_bytes is None else int(max_temp_bytes)
         if chunks is None:
             out = _pack_shared(planes, special, params.primes, budget)
-        else:  # slot chunk j multiplies slots j N / K .. of the special ciphertexts
-            w = planes.shape[0]
-            out = jnp.concatenate([_pack_shared(c, special[..., j * w:(j + 1) * w], params.primes, budget)
+        else:  # slot chunk j multiplies slots j N / K .. of the special ciphertexts; the chunks'
+            # GEMMs are independent, so XLA may keep all their products alive: they share the bound
+            w, each = planes.shape[0], max(1, budget // len(chunks))
+            out = jnp.concatenate([_pack_shared(c, special[..., j * w:(j + 1) * w], params.primes, each)
                                    for j, c in enumerate(chunks)], axis=-1)
     g = scale_by_delta(ntt(lift(round_to_p(y).reshape(bsz, blocks, n_ring), tables), tables.ctx), tables)
     return out.at[:, :, 0].set(add_mod(out[:, :, 0], g, tables.ctx))
