@@ -8,11 +8,14 @@
 #   bash scripts/gpu_pir_scale.sh x4       # four GPUs: the same over 4
 # PREBUILT=1 skips the build (scripts/build_device_kernels.sh). No XLA_FLAGS and no
 # XLA_PYTHON_CLIENT_MEM_FRACTION: the plan must fit JAX's defaults with autotuning on.
+# EMULATE_H100=1 on H200s: JAX may use what it would on an H100 80GB at its defaults
+# (0.75 x 79.6 GiB = 59.7 GiB = 0.425 of an H200's 140.4 GiB), for the H100 rows.
 set -uo pipefail
 OUT=${OUT:-./gpu_out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 unset XLA_FLAGS XLA_PYTHON_CLIENT_MEM_FRACTION XLA_PYTHON_CLIENT_PREALLOCATE
+if [ "${EMULATE_H100:-0}" = "1" ]; then export XLA_PYTHON_CLIENT_MEM_FRACTION=0.425; fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/nvidia-smi.txt"
 export JAX_FHE_CUDA=ON JAX_FHE_CUDA_GENCODE="-gencode=arch=compute_90a,code=sm_90a"
 if [ "${PREBUILT:-0}" = "1" ]; then
