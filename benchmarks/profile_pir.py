@@ -58,7 +58,7 @@ def _mod_switch(server, folded):
 
 
 def _answer_ct(server, keys, query):
-    return pr._answer(server, keys, query).ct      # the jitted answer, as pr.answer calls it
+    return pr._answer(server, keys, query, pr._stages(None)).ct      # the jitted answer, as pr.answer calls it
 
 
 _JITTED = {}
@@ -173,16 +173,19 @@ def memory_stages(params, tables, batches, rng, hlo_dir=None, setup=True):
     """Rows {batch, stage, argument/output/alias/temp bytes} from compiling each stage with
     abstract arguments (nothing DB-sized is allocated); a generator: the setup rows (batch 0),
     then one list per batch size."""
-    server = jax.eval_shape(lambda: build_server(params, tables, 7))
+    n_ring, limbs = params.ring.n, params.ring.limbs
+    server = pr.Server(db=jax.ShapeDtypeStruct((params.rows, params.cols), np.int8),
+                       planes=jax.ShapeDtypeStruct((n_ring, limbs, 4 * params.blocks, params.lwe.n), np.int8),
+                       tables=tables, params=params)                  # abstract: nothing allocated
     label = f"{params.protocol}_{params.db_bytes}"
     if setup:
-        n, step = params.ring.n, min(8, params.blocks)          # compute_hint's blocks_per_step
+        n, step = params.ring.n, min(8, params.blocks)          # server_setup's blocks_per_step
         db_rows = jax.ShapeDtypeStruct((step * n, params.cols), server.db.dtype)
         a = jax.ShapeDtypeStruct((params.cols, params.lwe.n), np.uint32)
-        chunk = jax.eval_shape(pr._hint_step, db_rows, a, tables)
+        chunk = jax.eval_shape(pr._hint_rows, db_rows, 0, step * n, a, tables)
         chunk = jax.ShapeDtypeStruct((n, params.ring.limbs, 4, step, params.lwe.n), chunk.dtype)
         setup_fns = [("random_db", random_db.lower(params.rows, params.cols, 7)),
-                     ("hint_step", pr._hint_step.lower(db_rows, a, tables)),
+                     ("hint_step", pr._hint_rows.lower(db_rows, 0, step * n, a, tables)),
                      ("hint_insert", pr._insert.lower(server.planes, chunk, 0))]
         yield [dict(batch=0, **_memory_row(name, lowered.compile(), hlo_dir, label)) for name, lowered in setup_fns]
     for b in batches:

@@ -18,9 +18,10 @@ VIPIR's hintless protocols (ExpPack(S), hybrid, double-packing) are in :mod:`.pr
 
 ``db_gemm`` is the int8 x uint32 mod 2^32 database product every scalar-HE fold uses;
 ``modgemm`` the exact mod-q_l batched GEMM of ExpPack; ``ring`` the BFV-style RLWE (p = 2^18);
-``exppack`` expansion and packing; ``sharded`` the multi-device server.
+``exppack`` expansion and packing; ``sharded`` the multi-device server; ``memory`` the
+device-memory plan (chunking) of a server at scale.
 """
-from . import exppack, modgemm, protocols, ring, simplepir
+from . import exppack, memory, modgemm, protocols, ring, simplepir
 from .db_gemm import byte_planes, db_gemm
 
-__all__ = ["byte_planes", "db_gemm", "exppack", "modgemm", "protocols", "ring", "simplepir"]
+__all__ = ["byte_planes", "db_gemm", "exppack", "memory", "modgemm", "protocols", "ring", "simplepir"]

@@ -171,30 +171,45 @@ def pack(planes: jax.Array, special: jax.Array, y: jax.Array, tables: RingTables
          max_temp_bytes: int | None = None) -> jax.Array:
     """Pack LWE answers for a batch of queries.
 
-    planes:  int8[N, L, 4 blocks, n] from :func:`hint_planes` (shared by the batch), or
+    planes:  int8[N, L, 4 blocks, n] from :func:`hint_planes` (shared by the batch), a tuple
+             of its slot chunks int8[N / K, L, 4 blocks, n] (one GEMM per chunk), or
              int8[B, N, L, 4 blocks, n] (one per query, e.g. double-packing's second pack).
     special: uint32[B, >= n, 2, L, N] expanded special ciphertexts (NTT domain); only the
              first n are used (the caller may pass all expanded slots: no sliced copy).
     y:       uint32[B, blocks * N] LWE b-parts mod 2^32 (rounded to 2^18 here).
     max_temp_bytes: shared planes only: bound on the int32 plane products alive at once
-             (default :data:`PACK_TEMP_BYTES`); see :func:`_pack_shared`.
+             (default :data:`PACK_TEMP_BYTES`; shared by the plane chunks); see :func:`_pack_shared`.
     Returns uint32[B, blocks, 2, L, N]: RLWE ciphertexts of the LWE phases mod 2^18.
     """
     params = tables.params
     n_ring, limbs = params.n, params.limbs
+    chunks = tuple(planes) if isinstance(planes, (tuple, list)) else None
+    if chunks is not None:
+        planes = chunks[0]
+        if sum(c.shape[0] for c in chunks) != n_ring or any(c.shape != planes.shape for c in chunks):
+            raise ValueError(f"pack: plane chunks must split N = {n_ring} slots equally, got "
+                             f"{[tuple(c.shape) for c in chunks]}")
     bsz, n = special.shape[0], planes.shape[-1]
     per_query = planes.ndim == 5
     blocks = planes.shape[-2] // 4
     if (special.shape[2:] != (2, limbs, n_ring) or special.shape[1] < n
             or y.shape != (bsz, blocks * n_ring)):
         raise ValueError(f"pack: shapes do not match: planes {planes.shape}, special {special.shape}, y {y.shape}")
+    if per_query and chunks is not None:
+        raise ValueError("pack: per-query planes come whole, not in chunks")
     if per_query:
         rhs = special[:, :n].transpose(0, 4, 3, 1, 2)                       # [B, N, L, n, 2]
         out = mod_matmul(planes, rhs, params.primes, limb_axis=2)           # [B, N, L, blocks, 2]
         out = out.transpose(0, 3, 4, 2, 1)
     else:
         budget = PACK_TEMP_BYTES if max_temp_bytes is None else int(max_temp_bytes)
-        out = _pack_shared(planes, special, params.primes, budget)
+        if chunks is None:
+            out = _pack_shared(planes, special, params.primes, budget)
+        else:  # slot chunk j multiplies slots j N / K .. of the special ciphertexts; the chunks'
+            # GEMMs are independent, so XLA may keep all their products alive: they share the bound
+            w, each = planes.shape[0], max(1, budget // len(chunks))
+            out = jnp.concatenate([_pack_shared(c, special[..., j * w:(j + 1) * w], params.primes, each)
+                                   for j, c in enumerate(chunks)], axis=-1)
     g = scale_by_delta(ntt(lift(round_to_p(y).reshape(bsz, blocks, n_ring), tables), tables.ctx), tables)
     return out.at[:, :, 0].set(add_mod(out[:, :, 0], g, tables.ctx))
 

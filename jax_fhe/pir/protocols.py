@@ -23,6 +23,7 @@ its ct_ExpPack. Server answers for a batch are one jitted call.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -46,6 +47,38 @@ from .simplepir import onehot_query_b
 _U32 = jnp.uint32
 PROTOCOLS = ("exppack", "hybrid", "double")
 KIB = 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunking:
+    """How a server holds its DB and hint and runs an answer, so that its peak memory fits a
+    device (chosen by :func:`jax_fhe.pir.memory.plan`; hashable: a static jit argument).
+
+    db_chunks:     the DB is held as this many row chunks (separate device buffers). Each first
+                   fold GEMM then reads one chunk, so XLA's GEMM autotuner copies a chunk, not
+                   the DB; the DB is built chunk by chunk (never a second whole copy).
+    plane_chunks:  the hint planes are held as this many chunks of slots (N / plane_chunks each),
+                   for the same reason (the packing GEMM's operand).
+    expand_stream: queries expanded together (None: :data:`EXPAND_STREAM`).
+    stream:        queries in the protocol's second stage together (None: :data:`STREAM`).
+    pack_temp_bytes: bound on the packing GEMM's int32 plane products alive at once (None:
+                   ``exppack.PACK_TEMP_BYTES``).
+    """
+
+    db_chunks: int = 1
+    plane_chunks: int = 1
+    expand_stream: int | None = None
+    stream: int | None = None
+    pack_temp_bytes: int | None = None
+
+    def __post_init__(self):
+        for name in ("db_chunks", "plane_chunks", "expand_stream", "stream", "pack_temp_bytes"):
+            v = getattr(self, name)
+            if v is None and name not in ("db_chunks", "plane_chunks"):
+                continue
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"Chunking: {name} must be a positive int, got {v!r}")
+            object.__setattr__(self, name, int(v))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,8 +235,10 @@ class PublicKeys:
 
 @pytree_dataclass
 class Server:
-    """Server state: ``db`` int8[rows, D_0]; ``planes`` int8[N, L, 4 blocks, n] (the NTT'd hint
-    in byte planes); ``tables`` (RingTables). Static: params."""
+    """Server state: ``db`` int8[rows, D_0], or a tuple of K equal row chunks int8[rows / K, D_0]
+    (chunk k holds rows k rows / K ..; see :class:`Chunking`); ``planes`` int8[N, L, 4 blocks, n]
+    (the NTT'd hint in byte planes), or a tuple of equal slot chunks int8[N / K', L, 4 blocks, n];
+    ``tables`` (RingTables). Static: params."""
 
     db: jax.Array
     planes: jax.Array
@@ -333,59 +368,146 @@ def _to_bytes(m18):
 
 def encode_database(params: VIPIRParams, records) -> np.ndarray:
     """records uint8[num_records, record_bytes] (fewer rows are zero-padded) -> int8[rows, D_0]."""
+    return encode_rows(params, records, 0, params.rows)
+
+
+def encode_rows(params: VIPIRParams, records, r0: int, r1: int) -> np.ndarray:
+    """Rows r0 .. r1 - 1 of :func:`encode_database` (int8[r1 - r0, D_0]), built from the records
+    they hold only (hybrid/double-packing: whole blocks, r0 and r1 multiples of N)."""
+    rec = _check_records(params, records)
+    if not 0 <= r0 < r1 <= params.rows:
+        raise ValueError(f"encode_rows: need 0 <= r0 < r1 <= rows = {params.rows}, got {r0}, {r1}")
+    cols, n = params.cols, params.ring.n
+    if params.protocol == "exppack":                    # record c is column c: rows are bytes
+        out = np.zeros((r1 - r0, cols), dtype=np.int8)
+        out[:, : rec.shape[0]] = rec[:, r0:r1].view(np.int8).T
+        return out
+    if r0 % n or r1 % n:
+        raise ValueError(f"encode_rows: {params.protocol} rows come in blocks of N = {n}; got {r0}, {r1}")
+    b0, b1 = r0 // n, r1 // n
+    part = np.zeros(((b1 - b0) * cols, n), dtype=np.int8)
+    got = rec[b0 * cols: b1 * cols]
+    part[: got.shape[0]] = got.view(np.int8)
+    return np.ascontiguousarray(part.reshape(b1 - b0, cols, n).transpose(0, 2, 1).reshape(r1 - r0, cols))
+
+
+def _check_records(params, records):
     rec = np.asarray(records)
     if rec.dtype not in (np.uint8, np.int8):
         raise TypeError(f"encode_database: records must be uint8 or int8, got {rec.dtype}")
     if rec.ndim != 2 or rec.shape[1] != params.record_bytes or rec.shape[0] > params.num_records:
         raise ValueError(f"encode_database: records must be uint8[<= {params.num_records}, "
                          f"{params.record_bytes}], got {rec.shape}")
-    full = np.zeros((params.num_records, params.record_bytes), dtype=np.int8)
-    full[: rec.shape[0]] = rec.view(np.int8)
-    if params.protocol == "exppack":
-        return np.ascontiguousarray(full.T)
-    n = params.ring.n
-    return np.ascontiguousarray(full.reshape(params.blocks, params.cols, n).transpose(0, 2, 1).reshape(
-        params.rows, params.cols))
+    return rec
 
 
 def server_setup(params: VIPIRParams, records, tables: RingTables | None = None, *,
-                 progress: bool | None = None, blocks_per_step: int = 8) -> Server:
+                 progress: bool | None = None, blocks_per_step: int = 8,
+                 chunking: Chunking | None = None) -> Server:
     """Put the DB on the device and precompute the hint planes (offline), ``blocks_per_step``
-    blocks of N rows at a time (tqdm progress when there is more than one step)."""
+    blocks of N rows at a time (tqdm progress when there is more than one step).
+
+    ``records``: uint8[<= num_records, record_bytes], or a callable ``rows(r0, r1)`` returning
+    the encoded DB rows r0 .. r1 - 1 (int8[r1 - r0, D_0], numpy or a device array; e.g. generated
+    on the device). ``chunking`` (:class:`Chunking`, e.g. ``memory.plan(...).chunking``): the DB
+    is built and held in ``db_chunks`` row chunks and the planes in ``plane_chunks`` slot chunks;
+    each DB chunk is encoded on the host and copied on its own, so neither the host nor the
+    device ever holds a second copy of the whole DB."""
     _check_params(params, "server_setup")
     tables = rg.make_tables(params.ring) if tables is None else tables
     _check_tables(params, tables, "server_setup")
-    db = jnp.asarray(encode_database(params, records))
-    return Server(db=db, planes=compute_hint(params, db, tables, progress=progress,
-                                             blocks_per_step=blocks_per_step),
-                  tables=tables, params=params)
+    db, planes = build_parts(params, records, tables, chunking, [None], progress=progress,
+                             blocks_per_step=blocks_per_step)
+    one = lambda parts: parts[0][0] if len(parts) == 1 else tuple(p[0] for p in parts)  # noqa: E731
+    return Server(db=one(db), planes=one(planes), tables=tables, params=params)
 
 
-def compute_hint(params: VIPIRParams, db: jax.Array, tables: RingTables, *, progress=None,
-                 blocks_per_step: int = 8) -> jax.Array:
-    """int8[N, L, 4 blocks, n]: byte planes of NTT(lift(round_{2^18}(DB @ A))) per block."""
+def build_parts(params: VIPIRParams, records, tables: RingTables, chunking: Chunking | None, devices,
+                *, progress=None, blocks_per_step: int = 8):
+    """The DB and hint planes, built part by part on ``devices`` (a list; ``None`` = the default
+    device): returns ``(db, planes)`` with ``db[k][d]`` device d's rows of DB chunk k (chunk k =
+    rows k R / K .. (k + 1) R / K, device d holding its d-th of D equal sub-ranges) and
+    ``planes[j][d]`` device d's copy of plane chunk j (slots j N / K' ..). Each part is encoded
+    (or drawn by the callable ``records``) and hinted on its own device; the hint steps are
+    copied into every device's planes in place. Used by :func:`server_setup` (one device) and
+    ``sharded.server_setup``."""
+    chunking = Chunking() if chunking is None else chunking
+    if not isinstance(chunking, Chunking):
+        raise TypeError(f"server_setup: chunking must be a Chunking, got {type(chunking).__name__}")
+    k, kp, d = chunking.db_chunks, chunking.plane_chunks, len(devices)
     n, limbs, nl = params.ring.n, params.ring.limbs, params.lwe.n
+    if params.blocks % (k * d):
+        raise ValueError(f"server_setup: {params.blocks} blocks of N rows do not split into {k} DB chunks "
+                         f"x {d} devices")
+    if n % kp:
+        raise ValueError(f"server_setup: N = {n} slots do not split into {kp} plane chunks")
+    source = records if callable(records) else functools.partial(encode_rows, params, _check_records(params, records))
+    put = lambda x, dev: jnp.asarray(x) if dev is None else jax.device_put(x, dev)  # noqa: E731
     a = public_matrix(params.a_seed, params.cols, nl)
-    step = max(1, min(int(blocks_per_step), params.blocks))
-    starts = range(0, params.blocks, step)
-    # Allocated once in its final shape and filled in place: a reshape outside jit would copy
-    # the planes (as large as a 16 GiB DB at N = 4096, blocks = 256, n = 1280).
-    planes = jnp.zeros((n, limbs, 4 * params.blocks, nl), jnp.int8)
-    for b0 in progress_bar(starts, progress, auto=len(starts) > 1, desc="VIPIR hint", unit="step"):
-        cnt = min(step, params.blocks - b0)
-        chunk = _hint_step(db[b0 * n:(b0 + cnt) * n], a, tables)
-        planes = _insert(planes, chunk.reshape(n, limbs, 4, cnt, nl), b0)
-    return planes
+    a_dev = [put(a, dev) for dev in devices]
+    t_dev = [tables if dev is None else jax.device_put(tables, dev) for dev in devices]
+    part_blocks = params.blocks // (k * d)
+    step = max(1, min(int(blocks_per_step), part_blocks))
+    while part_blocks % step:
+        step -= 1
+    # allocated once in their final shape and filled in place (a reshape outside jit would copy)
+    planes = []
+    for _ in range(kp):
+        row = []
+        for dev in devices:
+            with _on(dev):
+                row.append(jnp.zeros((n // kp, limbs, 4 * params.blocks, nl), jnp.int8))
+        planes.append(row)
+    db = [[None] * d for _ in range(k)]
+    todo = [(c, i, s) for c in range(k) for i in range(d) for s in range(0, part_blocks, step)]
+    for c, i, s in progress_bar(todo, progress, auto=len(todo) > 1, desc="VIPIR DB + hint", unit="step"):
+        dev = devices[i]
+        if s == 0:
+            r0 = (c * d + i) * part_blocks * n
+            with _on(dev):
+                rows = source(r0, r0 + part_blocks * n)
+            rows = put(rows, dev)
+            if rows.shape != (part_blocks * n, params.cols) or np.dtype(rows.dtype) not in (np.int8, np.uint8):
+                raise ValueError(f"server_setup: rows {r0}..{r0 + part_blocks * n} must be int8"
+                                 f"[{part_blocks * n}, {params.cols}], got {rows.dtype}{list(rows.shape)}")
+            db[c][i] = lax.bitcast_convert_type(rows, jnp.int8) if rows.dtype == jnp.uint8 else rows
+        b0 = (c * d + i) * part_blocks + s
+        chunk = _hint_rows(db[c][i], s * n, step * n, a_dev[i], t_dev[i]).reshape(n, limbs, 4, step, nl)
+        for j in range(kp):
+            piece = chunk[j * (n // kp):(j + 1) * (n // kp)] if kp > 1 else chunk
+            for e, dev_e in enumerate(devices):
+                planes[j][e] = _insert(planes[j][e], piece if dev_e in (None, dev) else jax.device_put(piece, dev_e), b0)
+    return db, planes
 
 
-@jax.jit
-def _hint_step(db_rows, a, tables):
-    return ep.hint_planes(db_gemm(db_rows, a), tables)
+def _on(dev):
+    """Arrays created inside land on ``dev`` (None: the default device)."""
+    return contextlib.nullcontext() if dev is None else jax.default_device(dev)
+
+
+def compute_hint(params: VIPIRParams, db, tables: RingTables, *, progress=None,
+                 blocks_per_step: int = 8, plane_chunks: int = 1):
+    """int8[N, L, 4 blocks, n]: byte planes of NTT(lift(round_{2^18}(DB @ A))) per block, for
+    ``db`` int8[rows, D_0] or a tuple of row chunks; a tuple of ``plane_chunks`` slot chunks
+    when that is > 1."""
+    chunks = db if isinstance(db, (tuple, list)) else (db,)
+    per = params.rows // len(chunks)
+    _, planes = build_parts(params, lambda r0, r1: chunks[r0 // per], tables,
+                            Chunking(db_chunks=len(chunks), plane_chunks=plane_chunks), [None],
+                            progress=progress, blocks_per_step=blocks_per_step)
+    return planes[0][0] if plane_chunks == 1 else tuple(p[0] for p in planes)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _hint_rows(db, r0, count, a, tables):
+    """Hint planes of DB rows r0 .. r0 + count - 1 (a slice inside the jit: no eager copy)."""
+    rows = lax.dynamic_slice_in_dim(db, r0, count, axis=0)
+    return ep.hint_planes(db_gemm(rows, a), tables)
 
 
 @functools.partial(jax.jit, donate_argnums=0)
 def _insert(planes, chunk, b0):
-    """planes int8[N, L, 4 blocks, n] (donated: updated in place) <- chunk int8[N, L, 4, cnt, n]
+    """planes int8[N', L, 4 blocks, n] (donated: updated in place) <- chunk int8[N', L, 4, cnt, n]
     at blocks b0 .. b0 + cnt - 1 of each of the 4 byte planes."""
     n, limbs, rows, nl = planes.shape
     view = planes.reshape(n, limbs, 4, rows // 4, nl)                   # free inside jit
@@ -393,8 +515,16 @@ def _insert(planes, chunk, b0):
 
 
 def first_fold(server: Server, query: Query) -> jax.Array:
-    """(1): y = DB @ b for the batch: uint32[B, rows] (one DB GEMM)."""
-    return db_gemm(server.db, query.b.T).T
+    """(1): y = DB @ b for the batch: uint32[B, rows] (one DB GEMM per DB chunk)."""
+    return fold_chunks(server.db, query.b)
+
+
+def fold_chunks(db, b: jax.Array) -> jax.Array:
+    """DB @ b for ``db`` int8[rows, D_0] or a tuple of row chunks, b uint32[B, D_0] ->
+    uint32[B, rows] (chunk outputs side by side)."""
+    if not isinstance(db, (tuple, list)):
+        return db_gemm(db, b.T).T
+    return jnp.concatenate([db_gemm(c, b.T).T for c in db], axis=1)
 
 
 #: Queries expanded (and double-packing second stages run) together; larger batches are
@@ -419,16 +549,18 @@ def _streamed(fn, args, bsz, stream=None):
     return jax.tree.map(lambda x: x.reshape((bsz,) + x.shape[2:]), out)
 
 
-def expand_query(server: Server, keys: PublicKeys, query: Query) -> jax.Array:
-    """Expansion of ct_ExpPack: uint32[B, n + selector slots, 2, L, N] (NTT domain)."""
+def expand_query(server: Server, keys: PublicKeys, query: Query, stream: int | None = None) -> jax.Array:
+    """Expansion of ct_ExpPack: uint32[B, n + selector slots, 2, L, N] (NTT domain), ``stream``
+    queries at a time (None: :data:`EXPAND_STREAM`)."""
     count = server.params.expansion_count
     return _streamed(lambda ct: ep.expand(ct, keys.expansion, server.tables, count), (query.ct,),
-                     query.ct.shape[0], EXPAND_STREAM)
+                     query.ct.shape[0], EXPAND_STREAM if stream is None else stream)
 
 
-def pack_first(server: Server, expanded: jax.Array, y: jax.Array) -> jax.Array:
-    """(3): blocks RLWE ciphertexts per query, uint32[B, blocks, 2, L, N]."""
-    return ep.pack(server.planes, expanded, y, server.tables)      # uses the first n slots
+def pack_first(server: Server, expanded: jax.Array, y: jax.Array, max_temp_bytes: int | None = None) -> jax.Array:
+    """(3): blocks RLWE ciphertexts per query, uint32[B, blocks, 2, L, N] (``max_temp_bytes``:
+    see ``exppack.pack``)."""
+    return ep.pack(server.planes, expanded, y, server.tables, max_temp_bytes=max_temp_bytes)  # first n slots
 
 
 def hybrid_fold(server: Server, keys: PublicKeys, expanded: jax.Array, packed: jax.Array) -> jax.Array:
@@ -461,40 +593,52 @@ def double_second(server: Server, expanded: jax.Array, switched: jax.Array, b2: 
     return ep.pack(planes, expanded[:, :nl], lwe_cts[..., nl], t)
 
 
-def answer(server: Server, keys: PublicKeys, query: Query) -> Answer:
-    """The server's online step for a batch of queries (one jitted call)."""
+def answer(server: Server, keys: PublicKeys, query: Query, *, chunking: Chunking | None = None) -> Answer:
+    """The server's online step for a batch of queries (one jitted call). ``chunking``: the
+    streams and packing bound of :class:`Chunking` (e.g. ``memory.plan(...).chunking``; the
+    DB and plane chunks are those the server holds)."""
     _check_answer_args(server, keys, query)
-    return _answer(server, keys, query)
+    return _answer(server, keys, query, _stages(chunking))
 
 
-@jax.jit
-def _answer(server, keys, query):
-    return after_first_fold(server, keys, query, first_fold(server, query))
+def _stages(chunking):
+    if chunking is not None and not isinstance(chunking, Chunking):
+        raise TypeError(f"answer: chunking must be a Chunking, got {type(chunking).__name__}")
+    c = chunking or Chunking()
+    return (c.expand_stream, c.stream, c.pack_temp_bytes)
 
 
-def after_first_fold(server: Server, keys: PublicKeys, query: Query, y: jax.Array) -> Answer:
+@functools.partial(jax.jit, static_argnums=3)
+def _answer(server, keys, query, stages):
+    return after_first_fold(server, keys, query, first_fold(server, query), stages)
+
+
+def after_first_fold(server: Server, keys: PublicKeys, query: Query, y: jax.Array,
+                     stages: tuple = (None, None, None)) -> Answer:
     """Everything after the DB GEMM, for answers y: uint32[B, rows] (also the per-device part of
-    the sharded server, which needs only ``server.planes``/``tables``, not the DB)."""
-    expanded = expand_query(server, keys, query)
-    packed = pack_first(server, expanded, y)
-    folded = second_stage(server, keys, query, expanded, packed)
+    the sharded server, which needs only ``server.planes``/``tables``, not the DB). ``stages``:
+    (expand_stream, stream, pack_temp_bytes), None for the defaults."""
+    expand_stream, stream, pack_temp = stages
+    expanded = expand_query(server, keys, query, expand_stream)
+    packed = pack_first(server, expanded, y, pack_temp)
+    folded = second_stage(server, keys, query, expanded, packed, stream)
     return Answer(ct=rg.mod_switch(folded, server.tables), params=server.params)
 
 
 def second_stage(server: Server, keys: PublicKeys, query: Query, expanded: jax.Array,
-                 packed: jax.Array) -> jax.Array:
+                 packed: jax.Array, stream: int | None = None) -> jax.Array:
     """The protocol's step between the first pack and the final switch, on packed
     uint32[B, blocks, 2, L, N]: the hybrid's CMUX fold (-> [B, 1, 2, L, N]), double-packing's
-    switch + second fold + pack (-> [B, 8, 2, L, N]), nothing for ExpPack(S). Streamed (STREAM
-    queries at a time). A function of its own so that benchmarks can time it alone."""
+    switch + second fold + pack (-> [B, 8, 2, L, N]), nothing for ExpPack(S). Streamed (``stream``
+    queries at a time, None: STREAM). A function of its own so that benchmarks can time it alone."""
     params = server.params
     if params.protocol == "hybrid":
         return _streamed(lambda e, pk: hybrid_fold(server, keys, e, pk), (expanded, packed),
-                         packed.shape[0])
+                         packed.shape[0], stream)
     if params.protocol == "double":
         switched = rg.mod_switch(packed, server.tables)
         return _streamed(lambda e, sw, b2: double_second(server, e, sw, b2),
-                         (expanded, switched, query.b2), switched.shape[0])
+                         (expanded, switched, query.b2), switched.shape[0], stream)
     return packed
 
 
@@ -552,3 +696,19 @@ def _check_answer_args(server, keys, query):
         raise ValueError(f"answer: expansion keys have {keys.expansion.levels} levels, need {params.levels}")
     if params.protocol == "hybrid" and keys.conversion is None:
         raise ValueError("answer: the hybrid protocol needs the RGSW(s) conversion key")
+    _check_held(server, "answer")
+
+
+def _check_held(server, what):
+    """The DB (whole or equal row chunks) and planes (whole or equal slot chunks) have the shapes
+    of the server's params."""
+    params = server.params
+    n, limbs, nl = params.ring.n, params.ring.limbs, params.lwe.n
+    for name, held, axis_len, rest in (("db", server.db, params.rows, (params.cols,)),
+                                       ("planes", server.planes, n, (limbs, 4 * params.blocks, nl))):
+        parts = held if isinstance(held, (tuple, list)) else (held,)
+        want = (axis_len // len(parts),) + rest
+        if axis_len % len(parts) or any(tuple(p.shape) != want or np.dtype(p.dtype) != np.int8 for p in parts):
+            got = [f"{np.dtype(p.dtype).name}{list(p.shape)}" for p in parts]
+            raise ValueError(f"{what}: server.{name} must be int8{list(want)} x {len(parts)} "
+                             f"(whole or equal chunks), got {got}")
