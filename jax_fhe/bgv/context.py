@@ -92,7 +92,7 @@ class BGVContext:
         from the level, decryption's conversion) of ``levels``.
 
         Why: every array of a jitted function's arguments costs host time on each call (the full
-        cat-n15 context is 632 arrays, one level's about 60), as with
+        cat-n15 context is 632 arrays, one level's 86), as with
         :meth:`jax_fhe.ckks.CKKSContext.for_levels`. Using a level that was left out raises."""
         keep = {int(l) for l in levels}
         for l in keep:
