@@ -232,17 +232,23 @@ def bench_scheme(scheme: str, preset: str, ops_wanted, *, batch, calls, trials, 
         args1 = [single.get(k, shared.get(k)) for k in op.args]
         argsb = [batched.get(k, shared.get(k)) for k in op.args]
         f1 = jax.jit(op.fn) if op.jit else op.fn
-        out = f1(*args1)
+        start = time.perf_counter()
+        out = jax.block_until_ready(f1(*args1))
+        first = time.perf_counter() - start                 # compile + one call
         _check(op, out, mod, ctx, keys, dec, a[0], b[0], c[0], single, scheme)
         t1 = time_median(f1, *args1, calls=calls if op.jit else max(1, calls // 4), trials=trials) * 1e3
         if op.jit:
             fb = jax.jit(jax.vmap(op.fn, in_axes=tuple(0 if k in BATCH_ARGS else None for k in op.args)))
         else:
             fb = op.fn                                     # encrypt takes any batch shape
+        start = time.perf_counter()
+        jax.block_until_ready(fb(*argsb))
+        first_b = time.perf_counter() - start
         tb = time_median(fb, *argsb, calls=max(BATCHED_CALLS, calls // batch) if op.jit else 1,
                          trials=trials) * 1e3 / batch
         row = {"scheme": scheme, "op": op.name, "preset": preset, "level": level, "limbs": limbs, "n": n,
-               "t": t, "us": t1, "us_per_ct_batched": tb, "batch": batch, "jit": op.jit}
+               "t": t, "us": t1, "us_per_ct_batched": tb, "batch": batch, "jit": op.jit,
+               "first_call_s": round(first, 2), "first_call_batched_s": round(first_b, 2)}
         cat = CAT_4090_US[scheme].get(op.name)
         if cat:
             row.update(cat_us=cat, speedup=cat / t1, speedup_batched=cat / tb)
@@ -287,12 +293,13 @@ def _line(r) -> str:
     cat = f"{r['cat_us']:8.0f} {r['speedup']:7.1f}x {r['speedup_batched']:7.1f}x" if "cat_us" in r else f"{'-':>8} {'-':>8} {'-':>8}"
     fl = (f"{r['floor_us']:8.2f} {r['ratio']:6.2f} {r['ratio_batched']:6.2f}" if "floor_us" in r
           else f"{'-':>8} {'-':>6} {'-':>6}")
-    return f"{r['scheme']:4s} {LABEL[r['op']]:30s} {r['us']:10.1f} {r['us_per_ct_batched']:10.1f} {cat} {fl}"
+    first = f" {r['first_call_s'] + r['first_call_batched_s']:6.1f}" if "first_call_s" in r else ""
+    return f"{r['scheme']:4s} {LABEL[r['op']]:30s} {r['us']:10.1f} {r['us_per_ct_batched']:10.1f} {cat} {fl}{first}"
 
 
 def header(batch: int) -> str:
     return (f"{'':4s} {'operation':30s} {'us':>10s} {f'us/ct B={batch}':>10s} {'CAT us':>8s} {'x CAT':>8s} "
-            f"{'x CAT B':>8s} {'floor us':>8s} {'ratio':>6s} {'rat. B':>6s}")
+            f"{'x CAT B':>8s} {'floor us':>8s} {'ratio':>6s} {'rat. B':>6s} {'1st s':>6s}")
 
 
 def goal_of(scheme: str, op: str) -> str | None:
@@ -355,6 +362,7 @@ def main(argv=None) -> int:
         ap.error(f"unknown operation or scheme: {sorted(unknown)}")
     if args.quick:
         args.preset, args.batch, args.calls, args.trials = "toy-n12", 2, 2, 1
+    start = time.perf_counter()
     dev = jax.devices()[0]
     put = lambda tree: jax.device_put(tree, dev)  # noqa: E731
     bw = copy_bandwidth(dev, 1 << (24 if args.quick else 30))
@@ -373,6 +381,7 @@ def main(argv=None) -> int:
     if not args.quick:
         print("must-show targets (10x CAT; batched ratio <= 1.5): " + ("all met" if not misses else
                                                                       "missed by " + ", ".join(misses)))
+    print(f"total {time.perf_counter() - start:.0f} s (1st s: compile and first call, single + batched)")
     if args.out:
         pathlib.Path(args.out).write_text(json.dumps(
             {"device": dev.device_kind, "copy_bandwidth_gbs": bw / 1e9, "commit": git_commit(), "date": today(),
