@@ -47,7 +47,7 @@ BFV multiply, relinearization and every rotation, 10x below CAT's RTX 4090 figur
     python benchmarks/bench_bfv_bgv.py [--out run.json]             # GPU, cat-n15 (~2-3 min)
     python benchmarks/bench_bfv_bgv.py --results                    # and update the page's JSON
     python benchmarks/bench_bfv_bgv.py --schemes bgv --ops add,multiply --trace /tmp/tr
-    python benchmarks/bench_bfv_bgv.py --quick                      # CPU check, toy-n12 (seconds)
+    python benchmarks/bench_bfv_bgv.py --quick                      # CPU check, toy-n12 (~30 s)
 
 ``--results`` merges the rows into benchmarks/results/bfv_bgv.json (wall time; per ciphertext of
 the vmapped call as ``batched``; floor and ratio for the element-wise rows; CAT's figure as
@@ -132,8 +132,9 @@ def floor_bytes(op: str, scheme: str, limbs: int, n: int) -> int | None:
 
 @dataclasses.dataclass
 class Op:
-    """One timed operation: ``fn`` over the named arguments (``batched``: the names with a
-    batch axis), ``want`` the expected slots (numpy) of its one-ciphertext output, or None."""
+    """One timed operation: ``fn`` over the named arguments (those in BATCH_ARGS get the batch
+    axis under vmap), ``jit`` (False: timed as the plain call), ``want(a, b, c)`` the expected
+    slots (numpy) of its one-ciphertext output from the input slots (None: checked by hand)."""
     name: str
     fn: Callable
     args: tuple
@@ -245,7 +246,7 @@ def bench_scheme(scheme: str, preset: str, ops_wanted, *, batch, calls, trials, 
         jax.block_until_ready(fb(*argsb))
         first_b = time.perf_counter() - start
         tb = time_median(fb, *argsb, calls=max(BATCHED_CALLS, calls // batch) if op.jit else 1,
-                         trials=trials) * 1e3 / batch
+                         trials=trials if op.jit else min(trials, 3)) * 1e3 / batch
         row = {"scheme": scheme, "op": op.name, "preset": preset, "level": level, "limbs": limbs, "n": n,
                "t": t, "us": t1, "us_per_ct_batched": tb, "batch": batch, "jit": op.jit,
                "first_call_s": round(first, 2), "first_call_batched_s": round(first_b, 2)}
@@ -330,6 +331,9 @@ def result_entries(rows, device_kind: str, bw: float) -> list:
                      f"with keys for ±2^i as SEAL's rotate_*_random")
         elif op == "encrypt":
             notes = "not jitted: the randomness is sampled on the host (HostRandom), then uploaded"
+        elif op == "multiply_plain":
+            notes = ("the Plaintext (coefficients mod t) is lifted to the q primes and NTT-transformed in the call "
+                     "(an NTT'd operand would save the NTT and its L N words written and read again)")
         e = result_entry(f"{scheme}/{op}/{r['preset']}", f"{scheme.upper()} {LABEL[op]}", params, device_kind,
                          time=round(r["us"], 1), clock="wall", batched=batched, notes=notes, **extra)
         if "cat_us" in r:
@@ -351,7 +355,7 @@ def main(argv=None) -> int:
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--random-step", type=int, default=RANDOM_STEP, help="the 'rotate random' step (mod N/2)")
     ap.add_argument("--trace", default=None, help="folder: trace one batched call of each element-wise op")
-    ap.add_argument("--quick", action="store_true", help="CPU check: toy-n12, batch 2, few calls (seconds)")
+    ap.add_argument("--quick", action="store_true", help="CPU check: toy-n12, batch 2, few calls (~30 s of CPU time)")
     ap.add_argument("--out", default=None, help="write this run's rows as JSON here")
     add_results_argument(ap, "bfv_bgv")
     args = ap.parse_args(argv)
