@@ -1,7 +1,7 @@
 """The results format shared by the benchmarks and ``results_page.py``.
 
 One JSON file per area under ``benchmarks/results/`` (``kernels``, ``ckks``, ``keyswitch``,
-``bootstrap``, ``apps``, ``pir``) holds the latest measurement of each operation; ``results_page.py`` renders them into
+``bootstrap``, ``apps``, ``pir``, ``bfv_bgv``) holds the latest measurement of each operation; ``results_page.py`` renders them into
 ``benchmarks/RESULTS.md``. A file is::
 
     {"area": "kernels", "title": "...", "about": "...", "reproduce": ["python benchmarks/..."],
@@ -32,7 +32,7 @@ import subprocess
 import time
 
 RESULTS_DIR = pathlib.Path(__file__).resolve().parent / "results"
-AREAS = ("kernels", "ckks", "keyswitch", "bootstrap", "apps", "pir")
+AREAS = ("kernels", "ckks", "keyswitch", "bootstrap", "apps", "pir", "bfv_bgv")
 UNITS = ("us", "ms")
 REQUIRED = ("key", "operation", "parameters", "device", "date", "commit", "unit")
 #: fields a measurement does not produce, carried over from the entry it replaces

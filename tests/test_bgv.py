@@ -248,6 +248,29 @@ def test_vmap_equals_loop(env, rng):
     assert bgv.noise_budget(mapped, ctx, keys.secret).shape == (3,)
 
 
+def test_for_levels(env, rng):
+    """A context cut to some levels: fewer arrays, the same bits at those levels, a clear error
+    at the others."""
+    ctx, keys = env
+    p = ctx.params
+    top = p.max_level
+    small = ctx.for_levels([top])
+    assert small.levels() == (top,) and ctx.levels() == tuple(range(top + 1))
+    assert len(jax.tree_util.tree_leaves(small)) < len(jax.tree_util.tree_leaves(ctx)) // 2
+    a = _slots(rng, p)
+    x = _enc(a, ctx, keys, 10)
+    evk = keys.evaluation
+    f = jax.jit(lambda x, ctx, evk: bgv.mod_switch(bgv.square(x, ctx, evk), ctx))
+    full, cut = f(x, ctx, evk), f(x, small, evk)
+    np.testing.assert_array_equal(np.asarray(cut.data), np.asarray(full.data))
+    with pytest.raises(ValueError, match="for_levels"):
+        bgv.decrypt(cut, small, keys.secret)                   # level top - 1 was left out
+    with pytest.raises(ValueError, match="for_levels"):
+        bgv.rotate_rows(cut, 1, small, evk)
+    with pytest.raises(ValueError, match="for_levels"):
+        bgv.mod_switch(cut, small)
+
+
 # -- bad inputs ----------------------------------------------------------------------------------
 
 def test_bad_inputs(env, toy10, rng):

@@ -8,6 +8,7 @@ decryption. Pass it into jitted functions as an argument.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -82,9 +83,33 @@ class BGVContext:
         """The noise factor of keys and encryptions: t."""
         return self.params.plain_modulus
 
+    def levels(self) -> tuple:
+        """The levels whose tables this context holds (all of them unless :meth:`for_levels`)."""
+        return tuple(l for l, t in enumerate(self.keyswitch) if t is not None)
+
+    def for_levels(self, levels) -> "BGVContext":
+        """The same context holding only the per-level tables (key switching, modulus switching
+        from the level, decryption's conversion) of ``levels``.
+
+        Why: every array of a jitted function's arguments costs host time on each call (the full
+        cat-n15 context is 632 arrays, one level's 86), as with
+        :meth:`jax_fhe.ckks.CKKSContext.for_levels`. Using a level that was left out raises."""
+        keep = {int(l) for l in levels}
+        for l in keep:
+            self.params.check_level(l)
+        pick = lambda tabs: tuple(t if l in keep else None for l, t in enumerate(tabs))  # noqa: E731
+        return dataclasses.replace(self, keyswitch=pick(self.keyswitch), mod_switch=pick(self.mod_switch),
+                                   to_t=pick(self.to_t))
+
+    def _held(self, level: int) -> None:
+        self.params.check_level(level)
+        if self.keyswitch[level] is None:
+            raise ValueError(f"this context holds tables for levels {self.levels()} only "
+                             f"(BGVContext.for_levels), not level {level}")
+
     def keyswitch_tables(self, level: int):
         """The key-switching tables at ``level`` (t-corrected ModDown)."""
-        self.params.check_level(level)
+        self._held(level)
         return self.keyswitch[level]
 
     def mod_switch_tables(self, level: int) -> ModSwitchTables:
@@ -92,11 +117,12 @@ class BGVContext:
         self.params.check_level(level)
         if level == 0:
             raise ValueError("no modulus switch below level 0")
+        self._held(level)
         return self.mod_switch[level]
 
     def to_t_conv(self, level: int) -> MixedRadixConv:
         """The centered conversion Q_level -> t used by decryption."""
-        self.params.check_level(level)
+        self._held(level)
         return self.to_t[level]
 
 
