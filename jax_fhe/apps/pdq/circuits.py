@@ -26,35 +26,19 @@ Sum or Count rounds to the exact integer while rows x error < 1/2.
 """
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from ... import ckks
 from ...ckks import Ciphertext
 from .layout import Layout, block_vector
 
-__all__ = ["and_", "block0", "compare", "compare_const", "const_planes", "equal", "equal_const",
-           "newton_inverse", "not_", "or_", "replicate", "rowsum", "values"]
+__all__ = ["and_", "block_vector", "compare", "compare_const", "const_leaves", "constant_bits", "equal",
+           "equal_const", "newton_inverse", "newton_iterations", "not_", "or_", "replicate", "rowsum",
+           "sum_chunks"]
 
 
 def _rot(ct, step, ctx, evk):
     return ckks.rotate(ct, step, ctx, evk)
-
-
-def _tree(e, g, layout: Layout, ctx, evk, *, want_g: bool = True):
-    """The log2(bits) combining steps (``g`` may be None: equality only)."""
-    steps = layout.block_steps()[::-1]  # 16R first: block k + 16 is the high half of block k
-    # combine low bits first: step R pairs (2j+1, 2j) ... ; any order works if high is k + 2^s
-    steps = layout.block_steps()
-    for i, s in enumerate(steps):
-        last = i == len(steps) - 1
-        e_hi = _rot(e, s, ctx, evk)
-        if g is not None and want_g:
-            g_hi = _rot(g, s, ctx, evk)
-            g = ckks.add(g_hi, ckks.mul(e_hi, g, ctx, evk), ctx)
-        if not (last and g is not None and want_g):
-            e = ckks.mul(e_hi, e, ctx, evk)
-    return e, g
 
 
 def compare(a: Ciphertext, b: Ciphertext, layout: Layout, ctx, evk, *, need_equal: bool = False):
@@ -80,27 +64,26 @@ def equal(a: Ciphertext, b: Ciphertext, layout: Layout, ctx, evk) -> Ciphertext:
     return e
 
 
-def const_planes(c: int, layout: Layout, a: Ciphertext, ctx) -> dict:
-    """Host-side plaintexts for comparing a column (encrypted like ``a``) with the constant c:
-    ``sign`` = 2 c_k - 1 and ``low`` = 1 - c_k at scale 1 (exact small integers, multiplied
-    without a rescale) and ``off`` = 1 - c_k at the column's scale."""
-    c = int(c)
-    if not 0 <= c < 2 ** layout.bits:
-        raise ValueError(f"constant {c} is outside [0, 2^{layout.bits})")
-    bits = np.array([(c >> k) & 1 for k in range(layout.bits)], dtype=np.float64)
-    enc = lambda v, s: ckks.encode(block_vector(v, layout), ctx, level=a.level, scale=s)  # noqa: E731
-    return {"sign": enc(2 * bits - 1, 1.0), "low": enc(1 - bits, 1.0), "off": enc(1 - bits, a.scale)}
-
-
-def _const_leaves(a, planes, ctx):
-    e = ckks.add(ckks.mul(a, planes["sign"], ctx, rescale=False), planes["off"], ctx)
-    g = ckks.mul(a, planes["low"], ctx, rescale=False)
+def const_leaves(a: Ciphertext, planes: dict, ctx):
+    """Leaves (E_k, G_k) of a comparison of column ``a`` with a constant c, from plaintexts on
+    blocks: ``sign`` = 2 c_k - 1 and ``low`` = 1 - c_k (multipliers at a's level, one level) and
+    ``off`` = 1 - c_k (at the level below, the product's scale): E_k = (2 c_k - 1) a_k + 1 - c_k,
+    G_k = (1 - c_k) a_k."""
+    e = ckks.add(ckks.mul(a, planes["sign"], ctx), planes["off"], ctx)
+    g = ckks.mul(a, planes["low"], ctx)
     return e, g
 
 
+def constant_bits(c: int, layout: Layout) -> np.ndarray:
+    """The bits of the constant c (float64[bits]), or a ValueError outside [0, 2^bits)."""
+    if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= int(c) < 2 ** layout.bits:
+        raise ValueError(f"constant {c!r} is not an integer in [0, 2^{layout.bits})")
+    return np.array([(int(c) >> k) & 1 for k in range(layout.bits)], dtype=np.float64)
+
+
 def compare_const(a: Ciphertext, planes: dict, layout: Layout, ctx, evk, *, need_equal: bool = False):
-    """(G, E) of a against a constant (``planes`` from :func:`const_planes`): depth log2 bits."""
-    e, g = _const_leaves(a, planes, ctx)
+    """(G, E) of a against a constant (``planes``: see :func:`const_leaves`): depth 1 + log2 bits."""
+    e, g = const_leaves(a, planes, ctx)
     steps = layout.block_steps()
     for i, s in enumerate(steps):
         e_hi = _rot(e, s, ctx, evk)
@@ -111,8 +94,8 @@ def compare_const(a: Ciphertext, planes: dict, layout: Layout, ctx, evk, *, need
 
 
 def equal_const(a: Ciphertext, planes: dict, layout: Layout, ctx, evk) -> Ciphertext:
-    """Block 0: [a == c] per row (depth log2 bits)."""
-    e, _ = _const_leaves(a, planes, ctx)
+    """Block 0: [a == c] per row (depth 1 + log2 bits)."""
+    e = ckks.add(ckks.mul(a, planes["sign"], ctx), planes["off"], ctx)
     for s in layout.block_steps():
         e = ckks.mul(_rot(e, s, ctx, evk), e, ctx, evk)
     return e
@@ -133,11 +116,6 @@ def or_(m1: Ciphertext, m2: Ciphertext, ctx, evk) -> Ciphertext:
     return ckks.sub(ckks.add(m1, m2, ctx), ckks.mul(m1, m2, ctx, evk), ctx)
 
 
-def block0(m: Ciphertext, selector, ctx) -> Ciphertext:
-    """m times the 0/1 plaintext ``selector`` (1 on block 0's valid rows): one level."""
-    return ckks.mul(m, selector, ctx)
-
-
 def replicate(m: Ciphertext, layout: Layout, ctx, evk) -> Ciphertext:
     """Copy block 0 into every block (other blocks must be 0): log2 bits rotations, no level."""
     for s in layout.block_steps()[::-1]:
@@ -150,24 +128,6 @@ def rowsum(x: Ciphertext, layout: Layout, ctx, evk) -> Ciphertext:
     for s in layout.row_steps():
         x = ckks.add(x, _rot(x, s, ctx, evk), ctx)
     return x
-
-
-def values(col: Ciphertext, weights, layout: Layout, ctx, evk) -> Ciphertext:
-    """Block 0: the column's values sum_k 2^k a_k (``weights``: the plaintext 2^k on block k at a
-    scale from :func:`weights_scale`): one level and log2 bits rotations."""
-    x = ckks.mul(col, weights, ctx)
-    for s in layout.block_steps():
-        x = ckks.add(x, _rot(x, s, ctx, evk), ctx)
-    return x
-
-
-def weights_plaintext(col: Ciphertext, layout: Layout, ctx):
-    """The plaintext 2^k on block k, encoded so that col x weights rescales onto the default
-    scale of the level below."""
-    p = ctx.params
-    scale = p.default_scale(col.level - 1) * float(p.ratio(col.level)) / col.scale
-    w = 2.0 ** np.arange(layout.bits)
-    return ckks.encode(block_vector(w, layout), ctx, level=col.level, scale=scale)
 
 
 def newton_inverse(x: Ciphertext, lo: float, hi: float, iterations: int, ctx, evk) -> Ciphertext:
@@ -206,5 +166,3 @@ def sum_chunks(ct: Ciphertext, ctx) -> Ciphertext:
         parts = nxt
     return parts[0]
 
-
-_ = jnp  # jnp kept for callers that build selectors
