@@ -411,6 +411,8 @@ def _depth(q: Query, lay: Layout) -> int:
     d = 0 if q.pred is None else q.pred.depth(lay.log_bits)
     if q.kind == "index":
         return d
+    if q.kind == "ratio" and q.inverse == "newton":
+        return max(d + 2, 2 + 2 * C.newton_iterations(*q.den_range, 36))
     return d + {"count": 1, "sum": 2, "avg": 3, "ratio": 3}[q.kind]
 
 
