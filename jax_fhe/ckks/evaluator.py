@@ -6,8 +6,8 @@ directly. Levels and scales are static; the rules:
 
 * ``add``/``sub`` need equal levels and scales. A ciphertext at a higher level is brought down
   to the other's level *and scale* (limb drop when the lower level's primes are a subset and
-  the scales already agree, otherwise multiply by an integer constant and rescale, which lands
-  within 2^-(log_scale+1) of the wanted scale). At one level, scales that differ by a factor
+  the scales already agree, otherwise multiply by integer constants and rescale level by level,
+  which lands within 2^-(log_scale-2) of the wanted scale; see :func:`level_down`). At one level, scales that differ by a factor
   >= 2^(log_scale-4) are matched by an integer multiplication; closer unequal scales are an
   error (scales "agree" within a relative 2^-(log_scale-4)).
 * ``mul`` needs equal levels only (an operand at its level's default scale is brought down to
@@ -171,9 +171,14 @@ def _rescale_to(ct: Ciphertext, ctx, scale: float) -> Ciphertext:
 def level_down(ct: Ciphertext, ctx: CKKSContext, level: int, *, scale: float | None = None) -> Ciphertext:
     """Bring ``ct`` down to ``level`` (and to ``scale`` if given; by default the scale is kept).
 
-    Drops limbs when the target's primes are a subset and no scale change is needed; otherwise
-    drops limbs as far as possible and then multiplies by integer constants and rescales
-    (Cheddar's rule: never drop limbs unless the subset test passes)."""
+    Drops limbs when the target's primes are a subset and no scale change is needed (Cheddar's
+    rule: never drop limbs unless the subset test passes). Otherwise each rescale multiplies by
+    an integer c and divides by the level's ratio, landing within 1/(2c) of the scale it aims
+    at: the scales aimed at move the factor over each level's default scale geometrically from
+    the ciphertext's to the target's, so every c is about a level's scale, and limbs are dropped
+    first only down to the lowest level from which the last c stays >= 2^(log_scale - 3) (the
+    landing then within 2^-(log_scale-2), inside :func:`scales_match`). Raises ValueError when
+    the levels in between cannot divide the scale down to the target."""
     ctx = check_context(ctx, "level_down")
     check_ct(ct, ctx, "level_down", any_degree=True)
     p = ct.params
