@@ -304,9 +304,10 @@ class CompiledQuery:
     the interactive queries) are jitted; :func:`execute` runs them with the round trip.
 
     ``levels``: the level of every output (a depth report); ``constants``: the host-encoded
-    plaintext arguments."""
+    plaintext arguments; ``compiler_options``: passed to ``jax.jit`` (e.g. CPU tests use
+    ``{"xla_backend_optimization_level": 0}``: a third of the compile time)."""
 
-    def __init__(self, query: Query, table: EncryptedTable, ctx, evk):
+    def __init__(self, query: Query, table: EncryptedTable, ctx, evk, compiler_options=None):
         if not isinstance(query, Query):
             raise TypeError(f"compile_query: expected a Query (pdq.where(...).sum(...)), got {type(query).__name__}")
         if not isinstance(table, EncryptedTable):
@@ -320,8 +321,8 @@ class CompiledQuery:
         if need > have:
             raise ValueError(f"compile_query: {query} needs {need} levels, the table is at level {have}; "
                              "encrypt it at a higher level (Client(level=...)) or split the filter")
-        self._phase1 = jax.jit(self._p1)
-        self._phase2 = jax.jit(self._p2)
+        self._phase1 = jax.jit(self._p1, compiler_options=compiler_options)
+        self._phase2 = jax.jit(self._p2, compiler_options=compiler_options)
         rec = _Consts(ctx)
         self._shapes1 = jax.eval_shape(lambda t, c, e: self._p1_body(t, rec, {}, c, e), table, ctx, evk)
         if query.interactive:
@@ -416,9 +417,11 @@ def _depth(q: Query, lay: Layout) -> int:
     return d + {"count": 1, "sum": 2, "avg": 3, "ratio": 3}[q.kind]
 
 
-def compile_query(query: Query, table: EncryptedTable, ctx, evk) -> CompiledQuery:
-    """Compile ``query`` for ``table`` (layout, level): static constants encoded once."""
-    return CompiledQuery(query, table, ctx, evk)
+def compile_query(query: Query, table: EncryptedTable, ctx, evk, *, compiler_options=None) -> CompiledQuery:
+    """Compile ``query`` for ``table`` (layout, level): static constants encoded once; the
+    programs compile on their first :func:`execute` (``compiler_options``: see
+    :class:`CompiledQuery`)."""
+    return CompiledQuery(query, table, ctx, evk, compiler_options)
 
 
 def _block(x):
