@@ -115,15 +115,19 @@ class Client:
     def _read(self, ct: Ciphertext) -> np.ndarray:
         return ckks.decode(ckks.decrypt(ct, self.ctx, self.keys.secret), self.ctx, real=True)
 
-    def invert(self, blinded: Ciphertext, bound_bits: int):
+    def invert(self, blinded: Ciphertext, bound_bits: int, *, slot: int | None = None):
         """The client's half of the inverse: decrypt y = r x (|y| < 2^bound_bits, and r >= 2^15,
         so a nonzero integer x gives |y| >= 2^15), return (Enc(1/y), zero) with Enc(1/y) at the
         same level, encoded at 2^bound_bits times the level's default scale (so 1/y keeps the
         level's precision), 0 where |y| < 1/2, and ``zero`` (bool per slot) marking those zero
-        divisors."""
+        divisors. ``slot``: invert only y = Im(slot) of the decryption (a count packed in an
+        imaginary part) and return 1/y in every slot."""
         if not isinstance(blinded, Ciphertext):
             raise TypeError(f"invert: expected a Ciphertext, got {type(blinded).__name__}")
         y = self._read(blinded)
+        if slot is not None:
+            y = np.full(y.shape[-1], ckks.decode(ckks.decrypt(blinded, self.ctx, self.keys.secret),
+                                                  self.ctx)[..., slot].imag)
         zero = np.abs(y) < 0.5
         inv = np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, y))
         scale = self.params.default_scale(blinded.level) * 2.0 ** bound_bits
@@ -139,18 +143,20 @@ class Client:
             m = self._read(result.cts["mask"]).reshape(lay.chunks, -1)[:, :r].reshape(-1)[:lay.rows]
             out["mask_error"] = float(np.max(np.abs(m - np.rint(m)))) if m.size else 0.0
             out["index"] = np.flatnonzero(np.rint(m) == 1)
-        if "count" in result.cts:
-            c = self._read(result.cts["count"])[0]
+        if "agg" in result.cts:  # count: Re(slot 0); sum/avg: sums Re(slot k R), count Im(slot R)
+            agg = ckks.decode(ckks.decrypt(result.cts["agg"], self.ctx, self.keys.secret), self.ctx)
+            c = agg[0].real if q.kind == "count" else agg[r].imag
             out["count"] = int(np.rint(c))
             out["count_error"] = abs(float(c) - out["count"])
-        if "sums" in result.cts:
-            s = self._read(result.cts["sums"])[::r][:lay.bits]
+        if q.kind in ("sum", "avg"):
+            s = agg.real[::r][:lay.bits]
             ints = np.rint(s).astype(np.int64)
             out["sum"] = sum(int(v) << k for k, v in enumerate(ints))
             out["sum_error"] = float(np.max(np.abs(s - ints)))
         if q.kind == "avg":
             out["avg_exact"] = (fractions.Fraction(out["sum"], out["count"]) if out["count"] else None)
-            out["avg"] = float(self._read(result.cts["avg"])[0]) if out["count"] else None
+            avg = ckks.decode(ckks.decrypt(result.cts["avg"], self.ctx, self.keys.secret), self.ctx)
+            out["avg"] = float(avg[0].real) if out["count"] else None
         if q.kind == "ratio":
             v = self._read(result.cts["ratio"]).reshape(lay.chunks, -1)[:, :r].reshape(-1)[:lay.rows]
             zero = np.asarray(result.zero_divisors).reshape(lay.chunks, -1)[:, :r].reshape(-1)[:lay.rows]
@@ -282,7 +288,15 @@ def _chunk_program(q: Query, lay: Layout, planes, values, consts, ctx, evk):
     m0 = ckks.mul(mask, sel, ctx)  # 1 on block 0's valid passing rows, 0 elsewhere
     out = {"m0": m0}
     if q.kind in ("sum", "avg"):
-        out["bits"] = ckks.mul(C.replicate(m0, lay, ctx, evk), planes[q.cols[0]], ctx, evk)
+        # one ciphertext for one row sum: Re(block k) = mask x bit k, Im(block 1) = mask (the
+        # count). (Avg's numerator, mask x value up to 2^32, gets its own: its error, ~2^32 times
+        # the mask's, would spill into the real part of the slots it shares.)
+        rep = C.replicate(m0, lay, ctx, evk)
+        x = ckks.mul(rep, planes[q.cols[0]], ctx, evk)
+        unit = consts.get(("i_block1",), C.block_vector(np.arange(lay.bits) == 1, lay) * 1j,
+                          rep.level, _mul_scale(rep, ctx))
+        x = ckks.add(x, ckks.mul(rep, unit, ctx), ctx)
+        out["x"] = x
     if q.kind == "avg":
         out["vals"] = ckks.mul(m0, values[q.cols[0]], ctx, evk)
     if q.kind == "ratio":
@@ -369,15 +383,16 @@ class CompiledQuery:
         out = jax.vmap(chunk)(table.planes, table.values, batched)
         if q.kind == "index":
             return {"mask": out["mask"]}
-        res = {"count": C.rowsum(C.sum_chunks(out["m0"], ctx), lay, ctx, evk)}
+        if q.kind == "count":
+            res = {"agg": C.rowsum(C.sum_chunks(out["m0"], ctx), lay, ctx, evk)}
         if q.kind in ("sum", "avg"):
-            res["sums"] = C.rowsum(C.sum_chunks(out["bits"], ctx), lay, ctx, evk)
-        if q.kind == "avg":
+            res = {"agg": C.rowsum(C.sum_chunks(out["x"], ctx), lay, ctx, evk)}
+        if q.kind == "avg":  # r x (the packed sums): the client reads r count at Im(slot R)
             res["vsum"] = C.rowsum(C.sum_chunks(out["vals"], ctx), lay, ctx, evk)
-            r = consts.get(("r",), None, res["count"].level, 1.0)
-            res["blinded"] = ckks.mul(res["count"], r, ctx, rescale=False)
+            r = consts.get(("r",), None, res["agg"].level, 1.0)
+            res["blinded"] = ckks.mul(res["agg"], r, ctx, rescale=False)
         if q.kind == "ratio":
-            res["mask"] = out["m0"]
+            res = {"mask": out["m0"]}
             den, num = out["den"], out["num"]
             if q.inverse == "interactive":
                 res["num"] = num
@@ -459,14 +474,15 @@ def execute(cq: CompiledQuery, table: EncryptedTable, client: Client, evk, *,
     timings["server"] = time.perf_counter() - t0
     if q.interactive:
         t0 = time.perf_counter()
-        inv, zero = client.invert(res["blinded"], _bound_bits(q, lay))
+        inv, zero = client.invert(res["blinded"], _bound_bits(q, lay),
+                                  slot=lay.rows_per_ct if q.kind == "avg" else None)
         timings["client_inverse"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         p2 = {k: v for k, v in shared.items() if k in (("r",), ("r_rows", 2))}
         res.update(_block(cq._phase2(res, inv, p2, ctx, evk)))
         timings["server"] += time.perf_counter() - t0
-    keep = {"index": ("mask",), "count": ("count",), "sum": ("count", "sums"),
-            "avg": ("count", "sums", "avg"), "ratio": ("mask", "ratio")}[q.kind]
+    keep = {"index": ("mask",), "count": ("agg",), "sum": ("agg",), "avg": ("agg", "avg"),
+            "ratio": ("mask", "ratio")}[q.kind]
     return EncryptedResult(query=q, layout=lay, cts={k: res[k] for k in keep}, timings=timings,
                            zero_divisors=zero if q.interactive else None)
 
