@@ -8,7 +8,8 @@ over random tables; and a rows scale (several ciphertexts per column, vmapped).
     python benchmarks/bench_pdq.py --quick                               # INSECURE toy-n11, 32 rows (CPU)
     python benchmarks/bench_pdq.py --merge $OUT/pdq.json                 # into benchmarks/results/apps.json
 
-Queries (CAT, notes/cat.md §3), columns a..e uniform in [0, 2^32) with edge values planted:
+Queries (CAT, notes/cat.md §3), columns a..e uniform in [0, 2^32) with edge values planted
+(PDQ-3's divisor b in [2^12, 2^16) and 0: examples/private_query.py's table_for):
 PDQ-1 Index() where a <= b and c != d; PDQ-2 Sum(a) where b <= c and d != e; PDQ-3 a / b^2
 where b <= c; PDQ-4 Avg(a) where b <= c and d == e. Timing: --runs warm executions after one
 compiling run, median; "server" waits for the device (block_until_ready) and excludes the
@@ -57,7 +58,7 @@ def _peak_gib(dev):
 
 def measure(name, q, rows, client, ctx, runs, tables, opts, seed=0):
     """One query at one table size: timings (ms), correctness over ``tables`` random tables."""
-    cols = ex.random_table(rows, seed)
+    cols = ex.table_for(name, rows, seed)
     used = {k: cols[k] for k in sorted(q.columns())}
     t0 = time.perf_counter()
     table = client.encrypt_table(used)
@@ -76,7 +77,7 @@ def measure(name, q, rows, client, ctx, runs, tables, opts, seed=0):
         inverse.append(1e3 * ans.timings.get("client_inverse", 0.0))
         dec.append(1e3 * ans.timings["decrypt"])
     for i in range(tables):
-        c2 = ex.random_table(rows, 100 + i)
+        c2 = ex.table_for(name, rows, 100 + i)
         t2 = client.encrypt_table({k: c2[k] for k in sorted(q.columns())})
         a2, _ = ex.run_query(q, t2, ctx, client, cq)
         good, t = ex.check(a2, pdq.reference(q, c2), q)

@@ -16,7 +16,8 @@ then log2 B combining steps over the blocks, "high half" first: with E', G' the 
 
 so that block 0 ends with G = [a > b] and E = [a == b] (other blocks hold partial results the
 aggregates never read). Depth 1 + log2 B = 6 for B = 32 (E alone: the same; against a constant
-the leaves are linear in a_k, depth log2 B = 5), 2 log2 B - 1 products and 2 log2 B rotations.
+the leaves are plaintext products, linear in a_k, also one level), 2 log2 B products and
+2 log2 B rotations (E alone: log2 B + 1 and log2 B).
 
 **Error.** Every value is 0 or 1 up to the CKKS error e; a product of two such values has error
 <= |e1| + |e2| + e1 e2 + e_mult, so after d levels the mask error is about (2^d) e_fresh + the

@@ -104,8 +104,9 @@ class Cmp(_Pred):
         return {self.left} | ({self.right} if isinstance(self.right, str) else set())
 
     def depth(self, bits_log: int) -> int:
-        """Levels this comparison consumes (see :mod:`.circuits`)."""
-        return bits_log + (1 if isinstance(self.right, str) else 0)
+        """Levels this comparison consumes: one for the per-bit leaves (a product of the two
+        columns, or of the column and the constant's bit pattern) and one per combining step."""
+        return bits_log + 1
 
 
 @dataclasses.dataclass(frozen=True)
