@@ -40,8 +40,8 @@ from . import circuits as C
 from .layout import Layout, bit_planes, check_column, make_layout
 from .query import And, Cmp, Not, Or, Query
 
-__all__ = ["Answer", "Client", "CompiledQuery", "EncryptedTable", "R_BITS", "compile_query",
-           "execute", "reference", "server_keys_steps"]
+__all__ = ["Answer", "Client", "CompiledQuery", "EncryptedResult", "EncryptedTable", "R_BITS",
+           "compile_query", "execute", "reference", "server_keys_steps"]
 
 #: The blinding factor r is uniform in [2^(R_BITS-1), 2^R_BITS).
 R_BITS = 16
@@ -119,8 +119,9 @@ class Client:
         """The client's half of the inverse: decrypt y = r x (|y| < 2^bound_bits, and r >= 2^15,
         so a nonzero integer x gives |y| >= 2^15), return (Enc(1/y), zero) with Enc(1/y) at the
         same level, encoded at 2^bound_bits times the level's default scale (so 1/y keeps the
-        level's precision), 0 where |y| < 1/2, and ``zero`` (bool per slot) marking those zero
-        divisors. ``slot``: invert only y = Im(slot) of the decryption (a count packed in an
+        level's precision), 0 at zero divisors, and ``zero`` (bool per slot) marking those zero
+        divisors (|y| < 2^14: a nonzero integer x gives |y| >= 2^15, far above the decoding
+        error). ``slot``: invert only y = Im(slot) of the decryption (a count packed in an
         imaginary part) and return 1/y in every slot."""
         if not isinstance(blinded, Ciphertext):
             raise TypeError(f"invert: expected a Ciphertext, got {type(blinded).__name__}")
@@ -128,7 +129,7 @@ class Client:
         if slot is not None:
             y = np.full(y.shape[-1], ckks.decode(ckks.decrypt(blinded, self.ctx, self.keys.secret),
                                                   self.ctx)[..., slot].imag)
-        zero = np.abs(y) < 0.5
+        zero = np.abs(y) < 2.0 ** (R_BITS - 2)  # x a nonzero integer: |r x| >= 2^(R_BITS - 1)
         inv = np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, y))
         scale = self.params.default_scale(blinded.level) * 2.0 ** bound_bits
         pt = ckks.encode(inv, self.ctx, level=blinded.level, scale=scale)
