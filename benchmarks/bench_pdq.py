@@ -13,7 +13,8 @@ Queries (CAT, notes/cat.md §3), columns a..e uniform in [0, 2^32) with edge val
 PDQ-1 Index() where a <= b and c != d; PDQ-2 Sum(a) where b <= c and d != e; PDQ-3 a / b^2
 where b <= c; PDQ-4 Avg(a) where b <= c and d == e. Timing: --runs warm executions after one
 compiling run, median; "server" waits for the device (block_until_ready) and excludes the
-client's inverse; "full task" = encryption of the query's columns + server + client inverse +
+client's inverse; "full task" = encryption of the query's columns (bit planes, and values for
+Avg / the ratio) + server + the server's encoding of its blinding factors + client inverse +
 decryption. Every run is checked against the plaintext reference (examples/private_query.py's
 check): Index, Count, Sum exact; Avg exact as Sum / Count and within 2^-20 through the
 encrypted inverse; the ratio within 2^-20 relative. ``--out FILE`` writes the results-format
@@ -30,7 +31,6 @@ import sys
 import time
 
 import jax
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -60,15 +60,16 @@ def measure(name, q, rows, client, ctx, runs, tables, opts, seed=0):
     """One query at one table size: timings (ms), correctness over ``tables`` random tables."""
     cols = ex.table_for(name, rows, seed)
     used = {k: cols[k] for k in sorted(q.columns())}
+    vals = q.cols if q.kind in ("avg", "ratio") else ()
     t0 = time.perf_counter()
-    table = client.encrypt_table(used)
+    table = client.encrypt_table(used, values=vals)
     jax.block_until_ready(table)
     enc = time.perf_counter() - t0
     t0 = time.perf_counter()
     ans, cq = ex.run_query(q, table, ctx, client, compiler_options=opts)
     first = time.perf_counter() - t0
     ok, text = ex.check(ans, pdq.reference(q, cols), q)
-    server, inverse, dec = [], [], []
+    server, inverse, dec, blind = [], [], [], []
     for _ in range(runs):
         ans, _ = ex.run_query(q, table, ctx, client, cq)
         good, _ = ex.check(ans, pdq.reference(q, cols), q)
@@ -76,18 +77,20 @@ def measure(name, q, rows, client, ctx, runs, tables, opts, seed=0):
         server.append(1e3 * ans.timings["server"])
         inverse.append(1e3 * ans.timings.get("client_inverse", 0.0))
         dec.append(1e3 * ans.timings["decrypt"])
+        blind.append(1e3 * ans.timings.get("blinding_encode", 0.0))
     for i in range(tables):
         c2 = ex.table_for(name, rows, 100 + i)
-        t2 = client.encrypt_table({k: c2[k] for k in sorted(q.columns())})
+        t2 = client.encrypt_table({k: c2[k] for k in sorted(q.columns())}, values=vals)
         a2, _ = ex.run_query(q, t2, ctx, client, cq)
         good, t = ex.check(a2, pdq.reference(q, c2), q)
         if not good:
             print(f"  MISMATCH {name} table {i}: {t}")
         ok &= good
     s, inv, d = statistics.median(server), statistics.median(inverse), statistics.median(dec)
+    bl = statistics.median(blind)
     return {"query": str(q), "rows": rows, "chunks": client.layout.chunks, "server_ms": s,
             "server_ms_runs": server, "encrypt_ms": 1e3 * enc, "client_inverse_ms": inv, "decrypt_ms": d,
-            "full_task_ms": 1e3 * enc + s + inv + d, "first_run_s": first, "levels": cq.levels,
+            "blinding_encode_ms": bl, "full_task_ms": 1e3 * enc + s + bl + inv + d, "first_run_s": first, "levels": cq.levels,
             "tables_checked": tables + 1 + runs, "ok": bool(ok), "answer": text}
 
 
@@ -154,7 +157,8 @@ def main() -> None:
     for name, r in rows_out.items():
         note = (f"server = the jitted programs (both phases for the interactive queries), median of {args.runs} "
                 f"warm runs; full task {r['full_task_ms']:.1f} ms = encryption of the {len(queries[name].columns())} "
-                f"columns read {r['encrypt_ms']:.1f} + server + client inverse {r['client_inverse_ms']:.1f} + "
+                f"columns read {r['encrypt_ms']:.1f} + server + blinding encode {r['blinding_encode_ms']:.1f} + "
+                f"client inverse {r['client_inverse_ms']:.1f} + "
                 f"decryption {r['decrypt_ms']:.1f}; exact answers checked on {r['tables_checked']} tables; "
                 f"levels {r['levels']}; peak GPU memory {r['peak_gib'] or 0:.2f} GiB (keys {keys_gib:.2f} GiB)")
         e = results.entry(f"pdq/{args.preset}/{name}/rows={args.rows}", f"private query {name}: {r['query']}",

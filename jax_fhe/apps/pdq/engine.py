@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import fractions
-import math
 import time
 
 import jax
@@ -38,7 +37,7 @@ from ...rns import HostRandom
 from ...rns.pytree import pytree_dataclass, static_field
 from . import circuits as C
 from .layout import Layout, bit_planes, check_column, make_layout
-from .query import And, Cmp, Not, Or, Query
+from .query import Cmp, Not, Or, Query
 
 __all__ = ["Answer", "Client", "CompiledQuery", "EncryptedResult", "EncryptedTable", "R_BITS",
            "compile_query", "execute", "reference", "server_keys_steps"]
@@ -92,14 +91,21 @@ class Client:
         """What the server gets: relinearization and rotation keys."""
         return self.keys.evaluation
 
-    def encrypt_table(self, columns: dict) -> EncryptedTable:
-        """Encrypt {name: int values[rows]} (values in [0, 2^bits)) under the public key."""
+    def encrypt_table(self, columns: dict, *, values=None) -> EncryptedTable:
+        """Encrypt {name: int values[rows]} (values in [0, 2^bits)) under the public key: every
+        column as bit planes, and the columns named in ``values`` (default: all) also as values
+        (what Avg and the ratio read)."""
         if not isinstance(columns, dict) or not columns:
             raise ValueError("encrypt_table: columns must be a non-empty dict {name: values}")
+        want = set(columns) if values is None else set(values)
+        if not want <= set(columns):
+            raise ValueError(f"encrypt_table: values= names unknown columns {sorted(want - set(columns))}")
         lay, planes, values = self.layout, {}, {}
         for name, v in columns.items():
             v = check_column(v, lay, f"column {name!r}")
             planes[name] = self._encrypt(bit_planes(v, lay))
+            if name not in want:
+                continue
             vals = np.zeros((lay.chunks, lay.slots))
             r = lay.rows_per_ct
             padded = np.zeros(lay.chunks * r)
@@ -330,6 +336,10 @@ class CompiledQuery:
         missing = query.columns() - set(table.planes)
         if missing:
             raise ValueError(f"compile_query: unknown column(s) {sorted(missing)}; the table has {list(table.names)}")
+        need_values = set(query.cols) if query.kind in ("avg", "ratio") else set()
+        if not need_values <= set(table.values):
+            raise ValueError(f"compile_query: {query} reads the values of {sorted(need_values - set(table.values))}, "
+                             "which the table holds as bit planes only (encrypt_table(..., values=...))")
         self.query, self.layout, self.ctx = query, table.layout, ctx
         need = _depth(query, table.layout)
         have = table.planes[table.names[0]].level
@@ -345,7 +355,7 @@ class CompiledQuery:
             self._shapes2 = jax.eval_shape(lambda r, i, c, e: self._p2_body(r, i, rec, c, e),
                                            self._shapes1, inv, ctx, evk)
         self.requests = rec.requests
-        self.constants, self.batched = self._prepare(rec.requests, {})
+        self.constants, self.batched = self._prepare(rec.requests, None)
         self.levels = {k: v.level for k, v in self._shapes1.items()}
         if query.interactive:
             self.levels.update({k: v.level for k, v in self._shapes2.items()})
@@ -355,19 +365,22 @@ class CompiledQuery:
         scale = ctx.params.default_scale(b.level) * 2.0 ** _bound_bits(self.query, self.layout)
         return b.replace(scale=scale)
 
-    def _prepare(self, requests, runtime: dict):
-        """Encode the constants: static ones from their recorded values, run-time ones (keys in
-        ``runtime``) from the given values; selectors from the layout."""
+    def _prepare(self, requests, runtime: dict | None):
+        """Encode the constants: static ones from their recorded values and the selectors from
+        the layout (``runtime`` None), or only the run-time ones (keys in ``runtime``) from the
+        given values."""
         lay, ctx = self.layout, self.ctx
         shared, batched = {}, {}
         for key, (vals, level, scale, per_chunk, batch) in requests.items():
-            if key == ("select",):
+            if runtime is not None:
+                if vals is not None or key == ("select",) or key[0] not in runtime:
+                    continue
+                vals = runtime[key[0]]
+            elif key == ("select",):
                 vals = np.zeros((lay.chunks, lay.slots))
                 vals[:, :lay.rows_per_ct] = lay.valid()
             elif vals is None:
-                if key[0] not in runtime:
-                    continue
-                vals = runtime[key[0]]
+                continue
             pt = ckks.encode(vals, ctx, level=level, scale=scale)
             (batched if per_chunk else shared)[key] = pt
         return shared, batched
