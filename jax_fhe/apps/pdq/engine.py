@@ -166,7 +166,8 @@ class Client:
             out["avg"] = float(avg[0].real) if out["count"] else None
         if q.kind == "ratio":
             v = self._read(result.cts["ratio"]).reshape(lay.chunks, -1)[:, :r].reshape(-1)[:lay.rows]
-            zero = np.asarray(result.zero_divisors).reshape(lay.chunks, -1)[:, :r].reshape(-1)[:lay.rows]
+            zero = (np.zeros(lay.rows, dtype=bool) if result.zero_divisors is None else  # Newton: none seen
+                    np.asarray(result.zero_divisors).reshape(lay.chunks, -1)[:, :r].reshape(-1)[:lay.rows])
             passing = np.zeros(lay.rows, dtype=bool)
             passing[out["index"]] = True
             out["ratio"] = np.where(passing & ~zero, v, np.nan)
