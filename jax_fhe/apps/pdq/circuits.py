@@ -132,20 +132,21 @@ def rowsum(x: Ciphertext, layout: Layout, ctx, evk) -> Ciphertext:
 
 
 def newton_inverse(x: Ciphertext, lo: float, hi: float, iterations: int, ctx, evk) -> Ciphertext:
-    """1/x for x in [lo, hi] (0 < lo <= hi) without interaction: Newton's y <- y (2 - x y)
-    from the best constant start y0 = 2 / (lo + hi); the relative error contracts as
-    eps <- eps^2 from eps0 = (hi - lo) / (hi + lo). Two levels per iteration."""
+    """1/x for x in [lo, hi] (0 < lo <= hi) without interaction: Newton's y <- y (2 - x y) on
+    x / m, m = (lo + hi) / 2 (a change of the declared scale: exact, no level), from y0 = 1,
+    so the relative error contracts as eps <- eps^2 from eps0 = (hi - lo) / (hi + lo); the
+    result is declared divided by m again. The first step (y1 = 2 - x / m) is free, each further
+    one takes two levels: depth 2 (iterations - 1)."""
     if not 0 < lo <= hi:
         raise ValueError(f"newton_inverse: need 0 < lo <= hi, got [{lo}, {hi}]")
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise ValueError(f"newton_inverse: iterations must be a positive int, got {iterations!r}")
-    y0 = 2.0 / (lo + hi)
-    # first step with y0 a constant: y1 = y0 (2 - x y0) = 2 y0 - y0^2 x   (one level)
-    y = ckks.add(ckks.mul(x, -y0 * y0, ctx), 2.0 * y0, ctx)
+    m = (lo + hi) / 2.0
+    xn = x.replace(scale=x.scale * m)           # the same ciphertext read as x / m, in [lo/m, hi/m]
+    y = ckks.sub(2.0, xn, ctx)                  # y1 = y0 (2 - xn y0), y0 = 1
     for _ in range(iterations - 1):
-        t = ckks.sub(2.0, ckks.mul(x, y, ctx, evk), ctx)
-        y = ckks.mul(y, t, ctx, evk)
-    return y
+        y = ckks.mul(y, ckks.sub(2.0, ckks.mul(xn, y, ctx, evk), ctx), ctx, evk)
+    return y.replace(scale=y.scale * m)         # (1 / xn) / m = 1 / x
 
 
 def newton_iterations(lo: float, hi: float, bits: float) -> int:
