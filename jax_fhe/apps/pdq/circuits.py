@@ -135,14 +135,18 @@ def newton_inverse(x: Ciphertext, lo: float, hi: float, iterations: int, ctx, ev
     """1/x for x in [lo, hi] (0 < lo <= hi) without interaction: Newton's y <- y (2 - x y) on
     x / m, m = (lo + hi) / 2 (a change of the declared scale: exact, no level), from y0 = 1,
     so the relative error contracts as eps <- eps^2 from eps0 = (hi - lo) / (hi + lo); the
-    result is declared divided by m again. The first step (y1 = 2 - x / m) is free, each further
-    one takes two levels: depth 2 (iterations - 1)."""
+    result is declared divided by m again. One level brings x / m back to the default scale;
+    the first step (y1 = 2 - x / m) is then free and each further one takes two levels: depth
+    1 + 2 (iterations - 1)."""
     if not 0 < lo <= hi:
         raise ValueError(f"newton_inverse: need 0 < lo <= hi, got [{lo}, {hi}]")
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise ValueError(f"newton_inverse: iterations must be a positive int, got {iterations!r}")
     m = (lo + hi) / 2.0
+    p = x.params
     xn = x.replace(scale=x.scale * m)           # the same ciphertext read as x / m, in [lo/m, hi/m]
+    # back near the default scale (one rescale), so the products' scales do not compound m
+    xn = ckks.level_down(xn, ctx, x.level - 1, scale=p.default_scale(x.level - 1))
     y = ckks.sub(2.0, xn, ctx)                  # y1 = y0 (2 - xn y0), y0 = 1
     for _ in range(iterations - 1):
         y = ckks.mul(y, ckks.sub(2.0, ckks.mul(xn, y, ctx, evk), ctx), ctx, evk)

@@ -443,7 +443,7 @@ def _depth(q: Query, lay: Layout) -> int:
     if q.kind == "index":
         return d
     if q.kind == "ratio" and q.inverse == "newton":
-        return max(d + 3, 2 * C.newton_iterations(*q.den_range, 36))
+        return max(d + 3, 2 * C.newton_iterations(*q.den_range, 36) + 1)
     return d + {"count": 1, "sum": 2, "avg": 3, "ratio": 3}[q.kind]
 
 
