@@ -214,6 +214,39 @@ def test_level_down_and_alignment(env, rng):
     _check(z * z + z, _dec(ckks.add(sq, a, ctx), ctx, keys), 30.7, 27.4)  # 31.7 / 29.4
 
 
+def test_level_down_lands_precisely_across_ratio_changes():
+    """level_down from the 50/58-bit bootstrapping levels of toy-boot-n12 (default scale 2^52.2
+    at the top) into the 40-bit levels lands within scales_match's tolerance, and a ciphertext
+    at a non-default scale (2^80 above the default) keeps it across levels that are not nested.
+    Before the fix, 18 -> 3 dropped limbs to level 4 keeping 2^52.2 and rescaled once with
+    c = 2^27.8 (a landing error of 2^-28.8 > 2^-36, so adding the result to a level-3
+    ciphertext failed), and the non-default scale raised "cannot reach scale"."""
+    from jax_fhe.ckks import evaluator
+    p = ckks.toy_boot_n12()
+    ctx = ckks.make_context(p)
+    sk = ckks.gen_secret_key(ctx, HostRandom.insecure_deterministic(3))
+    rng = np.random.default_rng(3)
+    z = _cplx(rng, 64)
+    a = ckks.encrypt(ckks.encode(z, ctx, level=18), ctx, sk, HostRandom.insecure_deterministic(4))
+    old_c = p.default_scale(3) * float(p.ratio(4)) / a.scale  # the old single rescale from level 4
+    assert p.is_subset(4, 18) and np.log2(old_c) < 28
+    for level in (0, 3, 5, 7, 9):
+        d = ckks.level_down(a, ctx, level, scale=p.default_scale(level))
+        assert d.level == level and abs(d.scale / p.default_scale(level) - 1) <= 2.0 ** -(p.log_scale - 2)
+        b = ckks.encrypt(ckks.encode(z, ctx, level=level), ctx, sk, HostRandom.insecure_deterministic(5))
+        got = ckks.decode(ckks.decrypt(ckks.add(d, b, ctx), ctx, sk), ctx)
+        assert np.abs(got - 2 * z).max() < 2.0 ** -24
+    big = p.default_scale(9) * 2.0 ** 80  # e.g. an inverse 1/y with y < 2^80 at 2^40 precision
+    c = ckks.encrypt(ckks.encode(z * 1e-20, ctx, level=9, scale=big), ctx, sk, HostRandom.insecure_deterministic(6))
+    for level in (2, 5):
+        d = ckks.level_down(c, ctx, level)
+        assert ckks.scales_match(d.scale, big, p)
+        got = ckks.decode(ckks.decrypt(d, ctx, sk), ctx)
+        assert np.abs(got - z * 1e-20).max() < 2.0 ** -30 * 1e-20
+    c_path = evaluator._path_factors(p, a.scale, 10, evaluator._scale_path(p, a.scale, 10, 5, p.default_scale(5)))
+    assert min(c_path) > 2.0 ** 37
+
+
 # -- rotations -----------------------------------------------------------------------------------
 
 def test_every_rotation_step_and_conjugation(env, rng):

@@ -1,4 +1,5 @@
-"""Applications written with the layers below: HELR (encrypted logistic-regression training)."""
-from . import helr
+"""Applications written with the layers below: HELR (encrypted logistic-regression training) and
+PDQ (private dataset queries over an encrypted table)."""
+from . import helr, pdq
 
-__all__ = ["helr"]
+__all__ = ["helr", "pdq"]

@@ -6,8 +6,8 @@ directly. Levels and scales are static; the rules:
 
 * ``add``/``sub`` need equal levels and scales. A ciphertext at a higher level is brought down
   to the other's level *and scale* (limb drop when the lower level's primes are a subset and
-  the scales already agree, otherwise multiply by an integer constant and rescale, which lands
-  within 2^-(log_scale+1) of the wanted scale). At one level, scales that differ by a factor
+  the scales already agree, otherwise multiply by integer constants and rescale level by level,
+  which lands within 2^-(log_scale-2) of the wanted scale; see :func:`level_down`). At one level, scales that differ by a factor
   >= 2^(log_scale-4) are matched by an integer multiplication; closer unequal scales are an
   error (scales "agree" within a relative 2^-(log_scale-4)).
 * ``mul`` needs equal levels only (an operand at its level's default scale is brought down to
@@ -171,9 +171,14 @@ def _rescale_to(ct: Ciphertext, ctx, scale: float) -> Ciphertext:
 def level_down(ct: Ciphertext, ctx: CKKSContext, level: int, *, scale: float | None = None) -> Ciphertext:
     """Bring ``ct`` down to ``level`` (and to ``scale`` if given; by default the scale is kept).
 
-    Drops limbs when the target's primes are a subset and no scale change is needed; otherwise
-    drops limbs as far as possible and then multiplies by integer constants and rescales
-    (Cheddar's rule: never drop limbs unless the subset test passes)."""
+    Drops limbs when the target's primes are a subset and no scale change is needed (Cheddar's
+    rule: never drop limbs unless the subset test passes). Otherwise each rescale multiplies by
+    an integer c and divides by the level's ratio, landing within 1/(2c) of the scale it aims
+    at: the scales aimed at move the factor over each level's default scale geometrically from
+    the ciphertext's to the target's, so every c is about a level's scale, and limbs are dropped
+    first only down to the lowest level from which the last c stays >= 2^(log_scale - 3) (the
+    landing then within 2^-(log_scale-2), inside :func:`scales_match`). Raises ValueError when
+    the levels in between cannot divide the scale down to the target."""
     ctx = check_context(ctx, "level_down")
     check_ct(ct, ctx, "level_down", any_degree=True)
     p = ct.params
@@ -189,12 +194,50 @@ def level_down(ct: Ciphertext, ctx: CKKSContext, level: int, *, scale: float | N
     elif level == ct.level:
         raise ValueError(f"level_down: changing the scale from 2^{np.log2(ct.scale):.3f} to "
                          f"2^{np.log2(target):.3f} needs a rescale; target a lower level")
+    # Drop limbs to the lowest level h from which the rescales still land precisely, then
+    # rescale level by level along the planned scales.
     cur = ct
-    if cur.level > level + 1 and p.is_subset(level + 1, cur.level):
-        cur = cur.replace(data=_drop_limbs(cur.data, p, cur.level, level + 1), level=level + 1)
-    while cur.level > level + 1:
-        cur = _rescale_to(cur, ctx, p.default_scale(cur.level - 1))
-    return _rescale_to(cur, ctx, target)
+    start = cur.level
+    for h in range(level + 1, cur.level):
+        if p.is_subset(h, cur.level) and _path_ok(p, cur.scale, h, level, target):
+            cur = cur.replace(data=_drop_limbs(cur.data, p, cur.level, h), level=h)
+            break
+    aims = _scale_path(p, cur.scale, cur.level, level, target)
+    if min(_path_factors(p, cur.scale, cur.level, aims)) < 1:
+        raise ValueError(f"level_down: cannot reach scale 2^{np.log2(target):.2f} at level {level} from "
+                         f"2^{np.log2(ct.scale):.2f} at level {start}: each rescale can divide the scale by "
+                         "at most its ratio; target a lower level")
+    for aim in aims:
+        cur = _rescale_to(cur, ctx, aim)
+    return cur
+
+
+def _scale_path(p, scale: float, start: int, level: int, target: float) -> list:
+    """The scales to land on at start - 1, ..., level: the factor over each level's default
+    scale moves geometrically from scale's (at ``start``) to target's (at ``level``), so that
+    every rescale multiplies by an integer c of about the level's scale (never a small c: the
+    landing error is 1/(2c) relative)."""
+    e0 = math.log2(scale) - p.log_scales[start]
+    e1 = math.log2(target) - p.log_scales[level]
+    k = start - level
+    aims = [2.0 ** (p.log_scales[l] + e1 + (e0 - e1) * (l - level) / k) for l in range(start - 1, level, -1)]
+    return aims + [target]
+
+
+def _path_factors(p, scale: float, start: int, aims: list) -> list:
+    """The integers c of the rescales along ``aims`` from ``scale`` at ``start``."""
+    out = []
+    for l, aim in zip(range(start, start - len(aims), -1), aims):
+        out.append(aim * float(p.ratio(l)) / scale)
+        scale = aim
+    return out
+
+
+def _path_ok(p, scale: float, h: int, level: int, target: float) -> bool:
+    """Whether rescaling from ``scale`` at h down to ``level`` lands within the scale tolerance
+    (the last integer c >= 2^(log_scale - 3); 1/(2c) is then 4x inside scales_match's bound)."""
+    c = _path_factors(p, scale, h, _scale_path(p, scale, h, level, target))
+    return min(c) >= 1 and c[-1] >= 2.0 ** (p.log_scale - 3)
 
 
 def _same_level(a: Ciphertext, b: Ciphertext, ctx, *, match_scale: bool):
