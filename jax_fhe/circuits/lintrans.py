@@ -26,7 +26,8 @@ c1 is decomposed once, each baby step is the key product *without* ModDown
 (:func:`jax_fhe.rlwe.keyswitch.product_extended`) plus P c0, permuted by its automorphism; the
 diagonals, encoded on the special rows too, multiply them there; each giant sum's c1 is
 brought down once (ModDown), switched and permuted back into QP; one ModDown of the total
-ends the transform. Per baby step this saves ModDown's inverse NTT, conversion and forward NTT
+ends the transform (with the rescale that follows it: one division by P rho_l,
+``ckks.rescale_data(..., extended=True)``). Per baby step this saves ModDown's inverse NTT, conversion and forward NTT
 (n16-boot bootstrap on an H100: 31.3 ms against 32.5 with every rotation switched back at once).
 
 **Plans are pytrees.** :class:`LinearTransform` holds the encoded diagonals as one device array
@@ -251,6 +252,14 @@ def double_hoisted(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: E
     """M ct before the rescale (at lt.level, scale ct.scale * lt.scale), double-hoisted (module
     doc): every baby rotation and product stays in the extended basis; one ModDown per giant
     step's c1, one for the total."""
+    total = _double_hoisted_extended(ct, lt, ctx, evk)
+    data = keyswitch.mod_down(total, ctx.ring, ctx.keyswitch_tables(lt.level))
+    return ct.replace(data=data, scale=ct.scale * lt.scale)
+
+
+def _double_hoisted_extended(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: EvalKeys) -> jax.Array:
+    """P M ct over the extended basis (uint32[..., 2, L + alpha_p, N]): :func:`double_hoisted`
+    before its last ModDown."""
     p = ctx.params
     ring, tables = ctx.ring, ctx.keyswitch_tables(lt.level)
     ext = keyswitch.extended_rows(tables)
@@ -281,8 +290,7 @@ def double_hoisted(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: E
                           axis=-3)
             acc = ops.automorphism_ntt(u, ops.galois_element(g, p.n))
         total = acc if total is None else ops.add_mod(total, acc, ring, ext)
-    data = keyswitch.mod_down(total, ring, tables)
-    return ct.replace(data=data, scale=ct.scale * lt.scale)
+    return total
 
 
 def linear_transform(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: EvalKeys, *,
@@ -312,10 +320,11 @@ def linear_transform(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk:
         ct = dataclasses.replace(ct, slots=lt.slots)
     if ct.level > lt.level:
         ct = ckks.level_down(ct, ctx, lt.level)
-    acc = double_hoisted(ct, lt, ctx, evk)
     if not rescale:
-        return acc
-    out = ckks.rescale(acc, ctx)
+        return double_hoisted(ct, lt, ctx, evk)
+    # the total's ModDown and the rescale in one division by P rho
+    total = _double_hoisted_extended(ct, lt, ctx, evk)
+    scale = ct.scale * lt.scale / float(lt.params.ratio(lt.level))
     if lt.scale == float(lt.params.ratio(lt.level)):  # the label is unchanged (to rounding)
-        out = dataclasses.replace(out, scale=ct.scale)
-    return out
+        scale = ct.scale
+    return ct.replace(data=ckks.rescale_data(total, ctx, lt.level, extended=True), level=lt.level - 1, scale=scale)
