@@ -15,8 +15,10 @@ Stage-by-stage key switch at Theodosian's (L, alpha, beta) = (48, 12, 4), N = 2^
     python benchmarks/hlo_traffic.py                   # batch 1 and vmap batch 8
     python benchmarks/hlo_traffic.py --batch 1 --top 12 --hlo-dir /tmp/hlo
     python benchmarks/hlo_traffic.py --ops 16 28         # HMult / HRot / Rescale, n16-boot
-    python benchmarks/hlo_traffic.py --bootstrap         # the whole n16-boot bootstrap (abstract plans/keys)
-    python benchmarks/hlo_traffic.py --bootstrap --preset toy-boot-n12 --slots 64
+    PYTHONPATH=. python benchmarks/hlo_traffic.py --bootstrap   # the whole n16-boot bootstrap (abstract plans/keys)
+    PYTHONPATH=. python benchmarks/hlo_traffic.py --bootstrap --preset toy-boot-n12 --slots 64
+
+(``PYTHONPATH=.``: the checkout's jax_fhe, not an installed one.)
 
 ``--bootstrap`` compiles ``circuits.bootstrap`` for one ciphertext with abstract plans (the
 diagonals as ShapeDtypeStructs: nothing is encoded) and abstract keys, and prints the kernel

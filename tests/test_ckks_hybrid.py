@@ -107,14 +107,15 @@ def test_hybrid_bad_inputs(basis):
 @pytest.mark.parametrize("qrows", [(0, 1, 2, 3, 4), (0, 1, 3, 4), (4, 0, 2), (0, 1, 2, 3)])
 def test_key_switch_equals_the_three_stages(basis, qrows):
     """key_switch never assembles the extended digits, but must equal the staged path bit for
-    bit, also on bases with gaps or out of order and under vmap. Digits of equal size back to
-    back ((0, 1, 2, 3): two digits of two rows) take the stacked ModUp (one BConv and one NTT
-    launch for every digit); the others convert digit by digit."""
+    bit, also on bases with gaps or out of order and under vmap. Digits back to back in the
+    basis, of equal sizes ((0, 1, 2, 3)) or not ((0, 1, 2, 3, 4): 2, 2, 1 rows; (0, 1, 3, 4):
+    2, 1, 1), take the stacked ModUp (one BConv and one NTT launch for every digit); out of
+    order ((4, 0, 2)) they convert digit by digit."""
     import jax
     primes, _, prows = basis
     ring = rns.make_context(primes, N)
     tables = rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2)
-    assert (tables.mod_up_stacked is not None) == (qrows == (0, 1, 2, 3))
+    assert (tables.mod_up_stacked is not None) == (qrows != (4, 0, 2))
     assert len(rlwe.mod_up_convs(jnp.zeros((len(qrows), N), jnp.uint32), ring, tables)) == (
         1 if tables.mod_up_stacked is not None else len(tables.digits))
     r = HostRandom.insecure_deterministic(6)

@@ -69,8 +69,8 @@ class HybridTables:
     mod_down: :class:`ExactConv` P -> basis rows.
     p_inv:    uint32[L]  P^-1 mod each basis prime.
     mod_up_stacked: the ``mod_up`` tables stacked for one launch
-              (:func:`jax_fhe.ops.bconv_centered_stacked`), or None where the digits differ in
-              size or do not sit back to back in the basis (then each digit converts alone).
+              (:func:`jax_fhe.ops.bconv_centered_stacked`), or None where the digits do not sit
+              back to back in the basis (then each digit converts alone).
     plain:    None, or the :class:`jax_fhe.rlwe.plainmod.PlainCorrection` of ModDown for a
               plaintext modulus t (BGV): ModDown then keeps the phase mod t.
     Static: ``rows`` (the basis), ``special_rows`` (P), ``digits`` ((digit index, rows), ...).
@@ -128,15 +128,13 @@ def make_hybrid_tables(primes: Sequence[int], rows: Sequence[int], special_rows:
 
 def _stack_mod_up(rows: tuple, digits: tuple, mod_up: Sequence[ExactConv]):
     """The digits' ModUp conversions as one launch's tables (``HybridTables.mod_up_stacked``),
-    or None where one launch cannot do them: the digits must have equal sizes and follow each
-    other in the basis (the usual case: every level but the ones that cut a digit), and the
-    fused key product must be able to index the stacked result (8-bit sources)."""
-    sizes = {len(drows) for _, drows in digits}
+    or None where one launch cannot do them: the digits (of any sizes: a level's first and last
+    digits are often cut) must follow each other in the basis, and the fused key product must be
+    able to index the stacked result (8-bit sources)."""
     positions = [rows.index(r) for _, drows in digits for r in drows]
-    lout = len(mod_up[0].dst_rows) if mod_up else 0
-    if (len(digits) < 2 or len(sizes) != 1 or len(digits) > ops.key_product.MAX_DIGITS
+    if (len(digits) < 2 or len(digits) > ops.key_product.MAX_DIGITS
             or positions != list(range(positions[0], positions[0] + len(positions)))
-            or len(rows) + len(digits) * lout > ops.key_product.MAX_SOURCE_ROWS
+            or len(rows) + sum(len(c.dst_rows) for c in mod_up) > ops.key_product.MAX_SOURCE_ROWS
             or len({c.quotient.fix_bits for c in mod_up}) != 1):
         return None
     return ops.stack_centered([c.table for c in mod_up], [c.quotient for c in mod_up],
@@ -313,7 +311,7 @@ def mod_up_convs(x, ring: RNSContext, tables: HybridTables) -> list:
     once to switch one x under several keys (hoisted rotations).
 
     Returns one array per digit; or, with ``tables.mod_up_stacked`` (and the fused centered
-    conversion), a list of one array ``uint32[..., beta (L + alpha_p - alpha), N]`` holding
+    conversion), a list of one array ``uint32[..., sum_d (L + alpha_p - |digit d|), N]`` holding
     every digit's conversion in digit order, made by one INTT, one BConv and one NTT launch
     (the ModUp of all digits batched, as Theodosian batches stage 1)."""
     if tables.mod_up_stacked is not None:
