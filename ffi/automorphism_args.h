@@ -1,6 +1,8 @@
 // Argument checks shared by the CPU and CUDA automorphism handlers.
 #pragma once
 
+#include <string>
+
 #include "common.h"
 
 namespace jax_fhe {
@@ -25,6 +27,37 @@ inline ffi::Error check_automorphism_coeff_args(const PolyShape& s,
   if (((galois * galois_inv) & (2 * s.n - 1)) != 1)
     return ffi::Error::InvalidArgument("automorphism: galois_inv is not the inverse of galois mod 2N");
   return ffi::Error::Success();
+}
+
+// The accumulating NTT-domain automorphism (jax_fhe_automorphism_ntt_add): x [B..., C, L, N]
+// (C >= 1 polynomials per entry, e.g. a key switch's (u0, u1)), add [Ba..., L, N] with Ba one
+// entry or x's B entries, moduli [L]:
+//   y[b, 0, l, k] = sigma(x[b, 0, l] + add[b, l])[k]     (mod q_l; add's single entry for every b)
+//   y[b, c, l, k] = sigma(x[b, c, l])[k]                 (c > 0)
+// i.e. sigma((x0 + add, x1, ...)): a rotation's c0 + u0 without a separate add.
+struct AutomorphismAddShape {
+  PolyShape s;
+  int64_t comps = 0, batch = 0;
+  bool add_batched = false;
+};
+
+inline ffi::Error check_automorphism_add_args(ffi::AnyBuffer::Dimensions x, ffi::AnyBuffer::Dimensions add,
+                                              ffi::AnyBuffer::Dimensions moduli, ffi::AnyBuffer::Dimensions y,
+                                              int64_t galois, AutomorphismAddShape* a) {
+  if (auto e = check_automorphism_args(x, y, galois, &a->s); e.failure()) return e;
+  if (x.size() < 3) return ffi::Error::InvalidArgument("automorphism_add: x must be [B..., C, L, N]");
+  a->comps = x[x.size() - 3];
+  a->batch = a->comps > 0 && a->s.limbs > 0 ? a->s.polys / (a->comps * a->s.limbs) : 0;
+  PolyShape as;
+  if (auto e = decode_poly_shape(add, "automorphism_add add", &as); e.failure()) return e;
+  if (as.n != a->s.n || as.limbs != a->s.limbs)
+    return ffi::Error::InvalidArgument("automorphism_add: add must be [B..., L, N] with x's L and N");
+  const int64_t ab = as.polys / (as.limbs > 0 ? as.limbs : 1);
+  if (ab != 1 && ab != a->batch)
+    return ffi::Error::InvalidArgument("automorphism_add: add has " + std::to_string(ab) +
+                                       " batch entries, x " + std::to_string(a->batch));
+  a->add_batched = ab == a->batch && a->batch > 1;
+  return expect_count(moduli, 1, a->s.limbs, "automorphism_add moduli");
 }
 
 }  // namespace jax_fhe

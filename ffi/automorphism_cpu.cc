@@ -28,6 +28,38 @@ ffi::Error AutomorphismNttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::ResultBuffer<ffi
   return ffi::Error::Success();
 }
 
+// sigma((x0 + add, x1, ...)) (automorphism_args.h): the sum is taken at the source slot.
+ffi::Error AutomorphismNttAddCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> add,
+                                     ffi::Buffer<ffi::U32> moduli, ffi::ResultBuffer<ffi::U32> y,
+                                     int64_t galois) {
+  AutomorphismAddShape a;
+  if (auto e = check_automorphism_add_args(x.dimensions(), add.dimensions(), moduli.dimensions(),
+                                           y->dimensions(), galois, &a);
+      e.failure())
+    return e;
+  const PolyShape& s = a.s;
+  std::vector<uint32_t> src(s.n);
+  for (int64_t k = 0; k < s.n; ++k)
+    src[k] = automorphism_ntt_source(static_cast<uint32_t>(k), static_cast<uint32_t>(galois), s.log_n);
+  const uint32_t* in = x.typed_data();
+  const uint32_t* ad = add.typed_data();
+  const uint32_t* q = moduli.typed_data();
+  uint32_t* out = y->typed_data();
+  parallel_for(s.polys, s.n, [&](int64_t p) {
+    const int64_t l = p % s.limbs, c = (p / s.limbs) % a.comps, b = p / (s.limbs * a.comps);
+    const uint32_t* xp = in + p * s.n;
+    uint32_t* op = out + p * s.n;
+    if (c != 0) {
+      for (int64_t k = 0; k < s.n; ++k) op[k] = xp[src[k]];
+      return;
+    }
+    const uint32_t* apv = ad + ((a.add_batched ? b : 0) * s.limbs + l) * s.n;
+    const uint32_t ql = q[l];
+    for (int64_t k = 0; k < s.n; ++k) op[k] = add_mod(xp[src[k]], apv[src[k]], ql);
+  });
+  return ffi::Error::Success();
+}
+
 // out[k] = +-in[k * g^-1 mod 2N]; the sign flips when the source index wraps past N.
 ffi::Error AutomorphismCoeffCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> moduli,
                                     ffi::ResultBuffer<ffi::U32> y, int64_t galois,
@@ -57,6 +89,14 @@ ffi::Error AutomorphismCoeffCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U3
 XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismNttCpu, AutomorphismNttCpuImpl,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U32>>()
+                                  .Attr<int64_t>("galois"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismNttAddCpu, AutomorphismNttAddCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [B..., C, L, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // add [B..., L, N] or [L, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // moduli [L]
                                   .Ret<ffi::Buffer<ffi::U32>>()
                                   .Attr<int64_t>("galois"));
 

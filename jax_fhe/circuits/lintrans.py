@@ -272,8 +272,7 @@ def _double_hoisted_extended(ct: Ciphertext, lt: LinearTransform, ctx: CKKSConte
             rots[0] = jnp.stack([pc0, keyswitch.lift_extended(c1, ring, tables)], axis=-3)
             continue
         u = keyswitch.product_extended(c1, dec, _rotation_key(evk, b), ring, tables)
-        u = jnp.stack([ops.add_mod(u[..., 0, :, :], pc0, ring, ext), u[..., 1, :, :]], axis=-3)
-        rots[b] = ops.automorphism_ntt(u, ops.galois_element(b, p.n))
+        rots[b] = ops.automorphism_ntt(u, ops.galois_element(b, p.n), add=pc0, ctx=ring, rows=ext)
     total = None
     for g, entries in lt.giants:
         acc = None
@@ -286,9 +285,7 @@ def _double_hoisted_extended(ct: Ciphertext, lt: LinearTransform, ctx: CKKSConte
             y = keyswitch.mod_down(acc[..., 1, :, :], ring, tables)
             u = keyswitch.product_extended(y, keyswitch.decompose(y, ring, tables), _rotation_key(evk, g),
                                            ring, tables)
-            u = jnp.stack([ops.add_mod(u[..., 0, :, :], acc[..., 0, :, :], ring, ext), u[..., 1, :, :]],
-                          axis=-3)
-            acc = ops.automorphism_ntt(u, ops.galois_element(g, p.n))
+            acc = ops.automorphism_ntt(u, ops.galois_element(g, p.n), add=acc[..., 0, :, :], ctx=ring, rows=ext)
         total = acc if total is None else ops.add_mod(total, acc, ring, ext)
     return total
 

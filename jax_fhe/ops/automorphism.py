@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from ._checks import as_context, as_poly, check_canonical, limb_constants
 
@@ -31,13 +33,45 @@ def _check_galois(galois: int, n: int) -> int:
     return g
 
 
-def automorphism_ntt(x, galois: int) -> jax.Array:
-    """X -> X^galois on NTT-domain data ``x``: uint32[..., L, N] (a slot permutation)."""
+def automorphism_ntt(x, galois: int, *, add=None, ctx=None, rows: Sequence[int] | None = None) -> jax.Array:
+    """X -> X^galois on NTT-domain data ``x``: uint32[..., L, N] (a slot permutation).
+
+    add:  optional uint32[..., L, N], added to the first polynomial of ``x`` (then
+          uint32[..., C, L, N], e.g. a key switch's (u0, u1)) before the permutation, in the
+          same launch: sigma((x0 + add, x1, ...)) mod the primes of ``rows`` of the RNS context
+          ``ctx`` (both required with ``add``). ``add`` has x's batch entries or a single one
+          that serves them all."""
     x = as_poly(x, "automorphism_ntt")
     g = _check_galois(galois, x.shape[-1])
-    call = jax.ffi.ffi_call("jax_fhe_automorphism_ntt", jax.ShapeDtypeStruct(x.shape, x.dtype),
-                            vmap_method="expand_dims")
-    return call(x, galois=g)
+    out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    if add is None:
+        if ctx is not None or rows is not None:
+            raise ValueError("automorphism_ntt: ctx and rows are only used with add")
+        return jax.ffi.ffi_call("jax_fhe_automorphism_ntt", out, vmap_method="expand_dims")(x, galois=g)
+    if ctx is None:
+        raise ValueError("automorphism_ntt: add needs the RNS context (ctx=) of its rows")
+    ctx = as_context(ctx, "automorphism_ntt")
+    host = add
+    add = as_poly(add, "automorphism_ntt", x.shape[-1])
+    if x.ndim < 3 or add.shape[-2] != x.shape[-2]:
+        raise ValueError(f"automorphism_ntt: with add, x must be [..., C, L, N] and add [..., L, N]; got "
+                         f"{tuple(x.shape)} and {tuple(add.shape)}")
+    xb, ab = x.shape[:-3], add.shape[:-2]
+    if int(np.prod(ab)) == 1:
+        add = add.reshape(add.shape[-2:])
+    elif ab != xb:  # the kernel takes x's batch entries or one
+        try:
+            lead = jnp.broadcast_shapes(xb, ab)
+        except ValueError:
+            raise ValueError(f"automorphism_ntt: add's batch axes {ab} do not broadcast with x's {xb}") from None
+        x = jnp.broadcast_to(x, lead + x.shape[-3:])
+        add = jnp.broadcast_to(add, lead + add.shape[-2:])
+        out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    rows = ctx.rows_for(x.shape[-2], rows)
+    check_canonical(host, ctx.primes_for(rows), "automorphism_ntt")
+    moduli = limb_constants(ctx.moduli, ctx, rows)
+    call = jax.ffi.ffi_call("jax_fhe_automorphism_ntt_add", out, vmap_method="expand_dims")
+    return call(x, add, moduli, galois=g)
 
 
 def automorphism_coeff(x, galois: int, ctx, rows: Sequence[int] | None = None) -> jax.Array:
