@@ -28,34 +28,36 @@ ffi::Error AutomorphismNttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::ResultBuffer<ffi
   return ffi::Error::Success();
 }
 
-// sigma((x0 + add, x1, ...)) (automorphism_args.h): the sum is taken at the source slot.
+// sigma_g((x0 + add, x1, ...)) per entry (automorphism_args.h): the sum is taken at the source slot.
 ffi::Error AutomorphismNttAddCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> add,
                                      ffi::Buffer<ffi::U32> moduli, ffi::ResultBuffer<ffi::U32> y,
-                                     int64_t galois) {
+                                     ffi::Span<const int64_t> galois) {
   AutomorphismAddShape a;
   if (auto e = check_automorphism_add_args(x.dimensions(), add.dimensions(), moduli.dimensions(),
                                            y->dimensions(), galois, &a);
       e.failure())
     return e;
   const PolyShape& s = a.s;
-  std::vector<uint32_t> src(s.n);
-  for (int64_t k = 0; k < s.n; ++k)
-    src[k] = automorphism_ntt_source(static_cast<uint32_t>(k), static_cast<uint32_t>(galois), s.log_n);
+  std::vector<std::vector<uint32_t>> src(a.count, std::vector<uint32_t>(s.n));
+  for (int64_t g = 0; g < a.count; ++g)
+    for (int64_t k = 0; k < s.n; ++k)
+      src[g][k] = automorphism_ntt_source(static_cast<uint32_t>(k), a.galois[g], s.log_n);
   const uint32_t* in = x.typed_data();
   const uint32_t* ad = add.typed_data();
   const uint32_t* q = moduli.typed_data();
   uint32_t* out = y->typed_data();
   parallel_for(s.polys, s.n, [&](int64_t p) {
-    const int64_t l = p % s.limbs, c = (p / s.limbs) % a.comps, b = p / (s.limbs * a.comps);
+    const int64_t l = p % s.limbs, c = (p / s.limbs) % a.comps, e = p / (s.limbs * a.comps);
+    const std::vector<uint32_t>& sg = src[e % a.count];
     const uint32_t* xp = in + p * s.n;
     uint32_t* op = out + p * s.n;
     if (c != 0) {
-      for (int64_t k = 0; k < s.n; ++k) op[k] = xp[src[k]];
+      for (int64_t k = 0; k < s.n; ++k) op[k] = xp[sg[k]];
       return;
     }
-    const uint32_t* apv = ad + ((a.add_batched ? b : 0) * s.limbs + l) * s.n;
+    const uint32_t* apv = ad + ((a.add_batched ? e / a.count : 0) * s.limbs + l) * s.n;
     const uint32_t ql = q[l];
-    for (int64_t k = 0; k < s.n; ++k) op[k] = add_mod(xp[src[k]], apv[src[k]], ql);
+    for (int64_t k = 0; k < s.n; ++k) op[k] = add_mod(xp[sg[k]], apv[sg[k]], ql);
   });
   return ffi::Error::Success();
 }
@@ -98,7 +100,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismNttAddCpu, AutomorphismNttAddCpuImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()  // add [B..., L, N] or [L, N]
                                   .Arg<ffi::Buffer<ffi::U32>>()  // moduli [L]
                                   .Ret<ffi::Buffer<ffi::U32>>()
-                                  .Attr<int64_t>("galois"));
+                                  .Attr<ffi::Span<const int64_t>>("galois"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismCoeffCpu, AutomorphismCoeffCpuImpl,
                               ffi::Ffi::Bind()

@@ -117,3 +117,26 @@ def test_ntt_automorphism_add_bad_inputs():
         ops.automorphism_ntt(jnp.zeros((2, 2, 2, n), jnp.uint32), 3, add=jnp.zeros((3, 2, n), jnp.uint32), ctx=ctx)
     with pytest.raises(ValueError, match="non-canonical|canonical|>= its"):
         ops.automorphism_ntt(x, 3, add=np.full((2, n), 2**31, np.uint32), ctx=ctx)
+
+
+def test_ntt_automorphism_several_galois_elements(device, put, rng):
+    """galois = [g_0, ..., g_(G-1)] with add: x [B, G, C, L, N], entry g permuted by g_g after adding
+    the shared add to its first polynomial, one launch; bit for bit the single-element calls
+    (themselves checked against the definition above); G = 16 is the most, 17 is refused."""
+    n = 1024
+    ps = rns.ntt_primes(30, 2, n)
+    ctx = put(rns.make_context(ps, n))
+    gs = [ops.galois_element(s, n) for s in (1, 2, 5, 7, 100)] + [ops.conjugation_element(n)]
+    x = put(jnp.asarray(random_residues(rng, ps, n, batch=(2, len(gs), 2))))
+    a = put(jnp.asarray(random_residues(rng, ps, n, batch=(2,))))
+    got = np.asarray(ops.automorphism_ntt(x, gs, add=a, ctx=ctx))
+    for j, g in enumerate(gs):
+        np.testing.assert_array_equal(got[:, j], np.asarray(ops.automorphism_ntt(x[:, j], g, add=a, ctx=ctx)))
+    f = jax.jit(jax.vmap(lambda v, w: ops.automorphism_ntt(v, gs, add=w, ctx=ctx)))
+    np.testing.assert_array_equal(np.asarray(f(x, a)), got)
+    with pytest.raises(ValueError, match="1 to 16 galois"):
+        ops.automorphism_ntt(jnp.zeros((17, 2, 2, n), jnp.uint32), [3] * 17, add=a[0], ctx=ctx)
+    with pytest.raises(ValueError, match="with add only"):
+        ops.automorphism_ntt(x, gs)
+    with pytest.raises(ValueError, match="must be"):
+        ops.automorphism_ntt(x[:, :2], gs, add=a, ctx=ctx)

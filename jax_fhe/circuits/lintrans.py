@@ -21,7 +21,9 @@ once, and the result is at level l - 1 with the input's scale label s unchanged.
 transform consumes exactly one level.
 
 **Double hoisting** (Bossuat et al., EUROCRYPT 2021; Cheddar's default). The baby rotations
-never leave the extended basis QP of key switching:
+never leave the extended basis QP of key switching (and run batched: up to 16 baby steps share
+one key-product launch, ``keyswitch.product_extended_keys``, and one automorphism launch that
+also adds P c0):
 c1 is decomposed once, each baby step is the key product *without* ModDown
 (:func:`jax_fhe.rlwe.keyswitch.product_extended`) plus P c0, permuted by its automorphism; the
 diagonals, encoded on the special rows too, multiply them there; each giant sum's c1 is
@@ -52,6 +54,7 @@ __all__ = ["LinearTransform", "apply_diagonals", "bsgs_split", "compose",
            "rotation_steps"]
 
 _ENCODE_CHUNK = 8
+_BATCH = 16  # baby steps per key-product and automorphism launch (their kernels' limit)
 
 
 # -- host helpers: diagonal form -------------------------------------------------------------------
@@ -267,12 +270,15 @@ def _double_hoisted_extended(ct: Ciphertext, lt: LinearTransform, ctx: CKKSConte
     dec = keyswitch.decompose(c1, ring, tables)
     pc0 = keyswitch.lift_extended(c0, ring, tables)
     rots = {}
-    for b in lt.baby_steps:                      # rot_b(ct) * P in QP: (P c0 + u0, u1), permuted
-        if b == 0:
-            rots[0] = jnp.stack([pc0, keyswitch.lift_extended(c1, ring, tables)], axis=-3)
-            continue
-        u = keyswitch.product_extended(c1, dec, _rotation_key(evk, b), ring, tables)
-        rots[b] = ops.automorphism_ntt(u, ops.galois_element(b, p.n), add=pc0, ctx=ring, rows=ext)
+    if 0 in lt.baby_steps:
+        rots[0] = jnp.stack([pc0, keyswitch.lift_extended(c1, ring, tables)], axis=-3)
+    babies = [b for b in lt.baby_steps if b]
+    for i0 in range(0, len(babies), _BATCH):     # rot_b(ct) * P in QP: (P c0 + u0, u1), permuted
+        bs = babies[i0:i0 + _BATCH]              # up to 16 baby steps: one key product, one permutation
+        u = keyswitch.product_extended_keys(c1, dec, [_rotation_key(evk, b) for b in bs], ring, tables)
+        moved = ops.automorphism_ntt(u, [ops.galois_element(b, p.n) for b in bs], add=pc0, ctx=ring, rows=ext)
+        for j, b in enumerate(bs):
+            rots[b] = moved[..., j, :, :, :]
     total = None
     for g, entries in lt.giants:
         acc = None

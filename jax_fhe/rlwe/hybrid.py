@@ -346,8 +346,16 @@ def _key_product(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext, tables
                  out_rows, **epilogue) -> jax.Array:
     """One launch of the fused key inner product (:func:`jax_fhe.ops.digit_key_product`) over
     ``out_rows``, reading every digit's limbs where ModUp left them (x, convs) and each key
-    polynomial once for the whole batch. ``epilogue``: the product's ModDown options."""
-    _check_key(key, ring, tables, "key_switch")
+    polynomial once for the whole batch. ``epilogue``: the product's ModDown options. ``key``
+    may be a list of keys (no epilogue): then uint32[..., G, 2, R, N], one launch for all."""
+    if isinstance(key, (list, tuple)):
+        for k in key:
+            _check_key(k, ring, tables, "key_switch")
+        if (len(tables.digits) > ops.key_product.MAX_DIGITS or len(key) > ops.key_product.MAX_KEYS or epilogue
+                or any(k.data.ndim != 4 for k in key)):  # batched keys (vmap over keys): one by one
+            return jnp.stack([_key_product(x, convs, k, ring, tables, out_rows, **epilogue) for k in key], axis=-4)
+    else:
+        _check_key(key, ring, tables, "key_switch")
     _check_basis(x, tables, "key_switch")
     conv_rows = tuple(c.dst_rows for c in tables.mod_up)
     stacked = len(convs) == 1 and len(tables.digits) > 1
@@ -358,6 +366,12 @@ def _key_product(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext, tables
                              f"expected [..., {want}, N]")
     elif len(convs) != len(tables.digits):
         raise ValueError(f"key_switch: expected {len(tables.digits)} ModUp conversions, got {len(convs)}")
+    if isinstance(key, (list, tuple)):
+        source, key_poly, moduli = _product_plan(ring.primes, tables.rows, tables.digits, conv_rows,
+                                                 key[0].data.shape[-2], stacked, tuple(out_rows))
+        flat = [k.data.reshape(-1, k.data.shape[-1]) for k in key]
+        return ops.digit_key_product(x, convs, flat, source=source, key_poly=key_poly, key_part=key[0].data.shape[-2],
+                                     moduli=moduli)
     t = key.data.shape[-2]
     # [dnum, 2, T, N] -> [2 dnum T, N]; leading (batch) axes stay (e.g. a key batch from vmap)
     flat_key = key.data.reshape(key.data.shape[:-4] + (-1, key.data.shape[-1]))
@@ -419,6 +433,14 @@ def key_product_extended(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext
     return _key_product(x, convs, key, ring, tables, tables.ext_rows)
 
 
+def key_product_extended_keys(x, convs: Sequence, keys: Sequence, ring: RNSContext,
+                              tables: HybridTables) -> jax.Array:
+    """:func:`key_product_extended` of x under each of ``keys`` (hoisted rotations' baby steps):
+    uint32[..., G, 2, L + alpha_p, N], one launch of the key product for up to 16 keys (each key
+    unbatched), reading x's ModUp once."""
+    return _key_product(x, convs, list(keys), ring, tables, tables.ext_rows)
+
+
 def lift_extended(x, ring: RNSContext, tables: HybridTables) -> jax.Array:
     """P x on the basis rows, 0 on the special rows: uint32[..., L, N] -> uint32[..., L + alpha_p, N]
     (NTT). ModDown divides it back to x exactly, so it can be added to key products before one
@@ -455,4 +477,5 @@ def _make_tables(primes, rows, special_rows, alpha, *, plain_modulus=None, **opt
 METHOD = keyswitch.register(keyswitch.Method(
     name="hybrid", tables_type=HybridTables, key_type=KeySwitchKey, make_tables=_make_tables,
     gen_key=gen_switching_key, decompose=mod_up_convs, product_extended=key_product_extended,
-    mod_down=mod_down, switch=key_switch_convs, lift_extended=lift_extended))
+    mod_down=mod_down, switch=key_switch_convs, lift_extended=lift_extended,
+    product_extended_keys=key_product_extended_keys))

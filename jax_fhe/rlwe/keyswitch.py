@@ -89,6 +89,9 @@ class Method:
     derive_key:     optional (hybrid_key, ring, *, num_q, alpha, **options) -> key: this
                     method's key from a hybrid key (the same first level), used where a
                     parameter set's levels mix methods (:class:`MultiKey`).
+    product_extended_keys: optional (x, dec, keys, ring, tables) ->
+                    uint32[..., G, 2, len(ext_rows), N]: ``product_extended`` under each of the
+                    G keys at once (one launch); without it, G products are stacked.
     """
 
     name: str
@@ -104,6 +107,7 @@ class Method:
     options: tuple = ()
     needs_chain: bool = False
     derive_key: Callable | None = None
+    product_extended_keys: Callable | None = None
 
 
 @pytree_dataclass
@@ -294,6 +298,19 @@ def product_extended(x, dec, key, ring, tables) -> jax.Array:
     m = method_of(tables)
     key = _check_key(key, m, "product_extended")
     return m.product_extended(x, dec, key, ring, tables)
+
+
+def product_extended_keys(x, dec, keys, ring, tables) -> jax.Array:
+    """:func:`product_extended` of x under each key of ``keys`` (a sequence of G keys):
+    uint32[..., G, 2, len(ext_rows), N]. Methods with a batched product (hybrid) do it in one
+    launch for up to 16 keys (hoisted rotations: the baby steps of a BSGS linear transform)."""
+    m = method_of(tables)
+    keys = [_check_key(k, m, "product_extended_keys") for k in keys]
+    if not keys:
+        raise ValueError("product_extended_keys: no key")
+    if m.product_extended_keys is not None:
+        return m.product_extended_keys(x, dec, keys, ring, tables)
+    return jnp.stack([m.product_extended(x, dec, k, ring, tables) for k in keys], axis=-4)
 
 
 def mod_down(y, ring, tables) -> jax.Array:
