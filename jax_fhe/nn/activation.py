@@ -2,14 +2,15 @@
 sign function by composite polynomial for homomorphic comparison", and their ICML 2022 use in
 ResNet-20) without retraining.
 
-ReLU(x) = (x + x sign(x)) / 2. For inputs scaled into [-1, 1] (the compiler divides each
+ReLU(x) = x (1 + sign(x)) / 2. For inputs scaled into [-1, 1] (the compiler divides each
 activation's input by a bound measured on the plaintext model), sign is approximated on
 [-1, -eps] U [eps, 1] by p_k o ... o p_1, odd polynomials of the given degrees. Each p_i is a
 (near-)minimax fit of sign on the image of the previous stages (Lawson's iteratively
 reweighted least squares on a dense grid, in the Chebyshev basis), the intermediate stages
 divided by their maximum so that every stage's input stays in [-1, 1] (no affine map, so a
-degree-d stage costs ceil(log2(d + 1)) levels). The activation returns 2 ReLU(x) = x + x s(x)
-(the factor 1/2 is folded into the next linear layer): depth = sum of the stages' depths + 1.
+degree-d stage costs ceil(log2(d + 1)) levels). The last stage is evaluated as q = (1 + p_k) / 2
+(its coefficients halved, 1/2 added: no extra level) and the activation is x q(x): depth = the
+sum of the stages' depths + 1.
 
 :class:`PolyReLU` evaluates the same thing in numpy (the reference the compiler's simulation and
 the accuracy figures use) and on ciphertexts with :func:`jax_fhe.circuits.evaluate`.
@@ -17,8 +18,6 @@ the accuracy figures use) and on ciphertexts with :func:`jax_fhe.circuits.evalua
 from __future__ import annotations
 
 import dataclasses
-import math
-
 import numpy as np
 
 from .. import ckks, circuits
@@ -110,10 +109,10 @@ def composite_sign(degrees=(7, 15, 15), eps: float = 2.0 ** -6) -> CompositeSign
 
 @dataclasses.dataclass(frozen=True)
 class PolyReLU:
-    """2 ReLU(x) ~ x + x sign~(x) for x in [-1, 1] (hashable, static under jit).
+    """ReLU(x) ~ x (1 + sign~(x)) / 2 for x in [-1, 1] (hashable, static under jit).
 
     sign: the :class:`CompositeSign`, or None for ``poly``;
-    poly: instead of a sign: a direct polynomial approximation of 2 ReLU on [-1, 1] (small toy
+    poly: instead of a sign: a direct polynomial approximation of ReLU on [-1, 1] (small toy
           parameter sets with few levels), a :class:`jax_fhe.circuits.Polynomial`."""
 
     sign: CompositeSign | None = None
@@ -125,8 +124,8 @@ class PolyReLU:
 
     @classmethod
     def direct(cls, degree: int) -> "PolyReLU":
-        """2 ReLU interpolated at Chebyshev points of ``degree`` on [-1, 1]."""
-        return cls(poly=circuits.chebyshev_interpolate(lambda v: 2 * np.maximum(v, 0), degree))
+        """ReLU interpolated at Chebyshev points of ``degree`` on [-1, 1]."""
+        return cls(poly=circuits.chebyshev_interpolate(lambda v: np.maximum(v, 0), degree))
 
     @property
     def depth(self) -> int:
@@ -135,26 +134,32 @@ class PolyReLU:
 
     @property
     def bound(self) -> float:
-        """max |act(x) - 2 ReLU(x)| over [-1, 1] (on a grid)."""
+        """max |act(x) - ReLU(x)| over [-1, 1] (on a grid)."""
         x = np.linspace(-1, 1, 40001)
-        return float(np.abs(self(x) - 2 * np.maximum(x, 0)).max())
+        return float(np.abs(self(x) - np.maximum(x, 0)).max())
+
+    @property
+    def half_last(self) -> circuits.Polynomial:
+        """(1 + p_k) / 2 for the last sign stage p_k."""
+        c = [v / 2 for v in self.sign.stages[-1].coeffs]
+        c[0] += 0.5
+        return circuits.Polynomial(tuple(c))
 
     def __call__(self, x) -> np.ndarray:
         """In float64 numpy (x in [-1, 1])."""
         x = np.asarray(x, dtype=np.float64)
         if self.poly is not None:
             return np.real(self.poly(np.clip(x, -1, 1)))
-        return x + x * self.sign(x)
+        y = x
+        for p in self.sign.stages[:-1]:
+            y = np.real(p(np.clip(y, -1, 1)))
+        return x * np.real(self.half_last(np.clip(y, -1, 1)))
 
     def encrypted(self, ct: ckks.Ciphertext, ctx: ckks.CKKSContext, evk: ckks.EvalKeys) -> ckks.Ciphertext:
         """The activation on a ciphertext (level >= :attr:`depth`; works under jit)."""
         if self.poly is not None:
             return circuits.evaluate(ct, self.poly, ctx, evk)
         s = ct
-        for p in self.sign.stages:
+        for p in self.sign.stages[:-1] + (self.half_last,):
             s = circuits.evaluate(s, p, ctx, evk)
-        return ckks.add(ckks.mul(ckks.level_down(ct, ctx, s.level), s, ctx, evk), ct, ctx)
-
-
-def _log2(v: float) -> float:
-    return math.log2(v) if v > 0 else -math.inf
+        return ckks.mul(ckks.level_down(ct, ctx, s.level), s, ctx, evk)
