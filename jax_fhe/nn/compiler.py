@@ -37,7 +37,7 @@ from . import model as _model
 from .activation import PolyReLU
 
 __all__ = ["CompiledModel", "Op", "Plan", "calibrate", "compile_model", "decrypt_logits", "encrypt_image",
-           "gen_keys", "layout", "plan", "run", "simulate"]
+           "gen_keys", "layout", "plan", "polynomial_forward", "run", "simulate"]
 
 
 # -- packing -----------------------------------------------------------------------------------------
@@ -63,7 +63,8 @@ def _slots_needed(channels, height, width, gap):
 class Op:
     """One operation of the packed program.
 
-    kind:   "linear" (out = M src + bias), "add" (out = src + src2) or "act" (out = act(src)).
+    kind:   "linear" (out = M src + bias), "add" (out = src + src2), "act" (out = act(src)) or
+            "rotsum" (x += rot(x, s) for s in ``steps``, in order).
     src, src2, out: value ids (0 is the input image).
     rows, cols, vals: M as a sparse matrix (slot indices, int64 / float64), "linear" only.
     bias:   float64[n] or None.
@@ -83,6 +84,7 @@ class Op:
     level: int | None = None
     boot: bool = False
     boot2: bool = False
+    steps: tuple = ()
 
     def diagonals(self, n: int) -> dict:
         """{k: float64[n]} with M z = sum_k d_k * rot_k(z)."""
@@ -192,21 +194,31 @@ def _build(spec, params, input_shape, bounds):
         cur = new()
         ops.append(Op("act", t, cur, name=f"{pre}/act2"))
         sigma = b2
-    # global average pool + dense: logits at slots 0 .. classes - 1
+    # dense per pixel (class j of pixel (y, x) at the slot of channel j there), then average
+    # pooling as a rotate-and-sum over the pixels: the logits land at the pixel-(0, 0) slots
+    # (summing after the bootstrap keeps the bootstrapped values in [0, 1])
     c, h, w, k = shapes[-1]
     wd, bd = np.asarray(params["dense/kernel"], dtype=np.float64), np.asarray(params["dense/bias"], dtype=np.float64)
     if wd.shape[0] != c:
         raise ValueError(f"plan: dense kernel {wd.shape} for {c} channels")
-    idx = layout(c, h, w, k)
+    if h & (h - 1) or w & (w - 1):
+        raise ValueError(f"plan: average pooling by rotations needs power-of-two sizes, got {h}x{w}")
     classes = wd.shape[1]
-    rows = np.repeat(np.arange(classes)[None, :], c * h * w, 0).reshape(-1)
-    cols = np.repeat(idx.reshape(-1), classes)
-    ch = np.repeat(np.arange(c), h * w)
-    vals = (wd[ch] * sigma / (h * w)).reshape(-1)
+    src_idx, dst_idx = layout(c, h, w, k), layout(classes, h, w, k)
+    if dst_idx.max() >= n:
+        raise ValueError(f"plan: {classes} classes do not fit the packing")
+    rows = np.broadcast_to(dst_idx[None], (c,) + dst_idx.shape).reshape(-1)
+    cols = np.broadcast_to(src_idx[:, None], (c, classes, h, w)).reshape(-1)
+    vals = np.broadcast_to((wd * sigma / (h * w))[:, :, None, None], (c, classes, h, w)).reshape(-1)
     bias = np.zeros(n)
-    bias[:classes] = bd
-    ops.append(Op("linear", cur, new(), rows=rows, cols=cols, vals=vals, bias=bias, name="pool_dense"))
-    return ops, n, classes
+    bias[dst_idx[:, 0, 0]] = bd
+    t = new()
+    ops.append(Op("linear", cur, t, rows=rows, cols=cols, vals=vals, bias=bias, name="dense"))
+    steps = tuple(k << i for i in range(w.bit_length() - 1)) + \
+        tuple((k * k * w) << i for i in range(h.bit_length() - 1))
+    ops.append(Op("rotsum", t, new(), steps=steps, name="pool"))
+    out_slots = dst_idx[:, 0, 0]
+    return ops, n, out_slots
 
 
 @dataclasses.dataclass
@@ -217,7 +229,7 @@ class Plan:
     (the encrypted image's level); boot_level (a bootstrap's output level, None: none placed);
     bootstraps; diagonals (total); rotations (sorted steps of the linear layers);
     diagonal_bytes / key_bytes: device memory of the encoded diagonals and of the rotation keys
-    (estimates from the RNS shapes); out_level."""
+    (estimates from the RNS shapes); out_level; out_slots: the slots of the logits."""
 
     ops: list
     slots: int
@@ -232,6 +244,7 @@ class Plan:
     diagonal_bytes: int
     key_bytes: int
     out_level: int
+    out_slots: tuple = ()
     params_name: str = ""
 
     def summary(self) -> str:
@@ -246,6 +259,8 @@ class Plan:
                 lines.append(f"  {op.name:18s} linear  level {op.level:2d}{' boot' if op.boot else ''}  {k} diagonals")
             elif op.kind == "act":
                 lines.append(f"  {op.name:18s} act     level {op.level:2d}{' boot' if op.boot else ''}")
+            elif op.kind == "rotsum":
+                lines.append(f"  {op.name:18s} rotsum  level {op.level:2d}  {len(op.steps)} rotations")
         return "\n".join(lines)
 
 
@@ -259,7 +274,7 @@ def plan(spec, params, ckks_params, act: PolyReLU, bounds, *, input_shape=(32, 3
     start_level: the encrypted image's level (default: boot_level, else the encryption level)."""
     if not isinstance(act, PolyReLU):
         raise TypeError(f"plan: act must be a PolyReLU, got {type(act).__name__}")
-    ops, n, classes = _build(spec, params, tuple(input_shape), tuple(bounds))
+    ops, n, out_slots = _build(spec, params, tuple(input_shape), tuple(bounds))
     if n > ckks_params.slots:
         raise ValueError(f"plan: the packing needs {n} slots, {ckks_params.name} has {ckks_params.slots}")
     if start_level is None:
@@ -295,12 +310,15 @@ def plan(spec, params, ckks_params, act: PolyReLU, bounds, *, input_shape=(32, 3
             op.boot = need(op.src, act.depth, op.name)
             op.level = level[op.src]
             level[op.out] = op.level - act.depth
+        elif op.kind == "rotsum":
+            op.level = level[op.out] = level[op.src]
+            rotations |= set(op.steps)
         else:
             op.level = min(level[op.src], level[op.src2])
             level[op.out] = op.level
     full_rows = len(ckks_params.rows(ckks_params.max_level)) + ckks_params.alpha
     key_bytes = len(rotations) * ckks_params.dnum * 2 * full_rows * N * 4
-    return Plan(ops=ops, slots=n, classes=classes, act=act, bounds=tuple(bounds), start_level=start_level,
+    return Plan(ops=ops, slots=n, classes=len(out_slots), out_slots=tuple(int(v) for v in out_slots), act=act, bounds=tuple(bounds), start_level=start_level,
                 boot_level=boot_level, bootstraps=boots, diagonals=ndiag, rotations=tuple(sorted(rotations)),
                 diagonal_bytes=dbytes, key_bytes=key_bytes, out_level=level[ops[-1].out],
                 params_name=ckks_params.name)
@@ -330,9 +348,30 @@ def simulate(p: Plan, images) -> np.ndarray:
             vals[op.out] = out + (op.bias if op.bias is not None else 0)
         elif op.kind == "act":
             vals[op.out] = p.act(vals[op.src])
+        elif op.kind == "rotsum":
+            z = vals[op.src]
+            for st in op.steps:
+                z = z + np.roll(z, -st, axis=-1)
+            vals[op.out] = z
         else:
             vals[op.out] = vals[op.src] + vals[op.src2]
-    return vals[p.ops[-1].out][:, :p.classes]
+    return vals[p.ops[-1].out][:, list(p.out_slots)]
+
+
+def polynomial_forward(spec, params, images, act: PolyReLU, bounds) -> np.ndarray:
+    """The float model with each ReLU replaced by bound_j * act(t / bound_j) (the function the
+    encrypted program computes, without the packing): logits float64[B, classes]."""
+    it = iter(tuple(bounds) * 1)
+    seen = []
+
+    def a(t):
+        b = next(it)
+        seen.append(b)
+        return b * act(t / b)
+    out = _model.forward(spec, params, images, a)
+    if len(seen) != len(bounds):
+        raise ValueError(f"polynomial_forward: {len(bounds)} bounds for {len(seen)} activations")
+    return out
 
 
 # -- the encrypted program ---------------------------------------------------------------------------
@@ -343,7 +382,7 @@ class CompiledModel:
 
     plan: the :class:`Plan`; transforms: {op index: LinearTransform}; ctx; boot (a
     :class:`jax_fhe.circuits.Bootstrapper` or None); fn: the jitted function
-    (image ciphertext, evk, boot keys, transforms) -> logits ciphertext; encode_s: host seconds
+    (image ciphertext, evk, boot keys, transforms) -> logits ciphertext (at ``plan.out_slots``); encode_s: host seconds
     spent encoding diagonals."""
 
     plan: Plan
@@ -354,7 +393,7 @@ class CompiledModel:
     encode_s: float
 
     def __call__(self, ct: Ciphertext, keys) -> Ciphertext:
-        """Encrypted logits (slots 0 .. classes - 1) of the encrypted image ``ct``."""
+        """Encrypted logits (at ``plan.out_slots``) of the encrypted image ``ct``."""
         evk, bk = keys
         return self.fn(ct, evk, bk, self.transforms)
 
@@ -370,8 +409,13 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None) -> CompiledModel:
         raise ValueError(f"compile_model: bootstrapper (slots {boot.slots}, output level {boot.output_level}) "
                          f"does not match the plan (slots {p.slots}, boot level {p.boot_level})")
     t0 = time.perf_counter()
+    cp = ctx.params
+
+    def lt_scale(level):  # lands a default-scale input on the default scale of level - 1
+        return float(cp.default_scale(level - 1)) * float(cp.ratio(level)) / float(cp.default_scale(level))
+
     transforms = {i: circuits.make_linear_transform({k: d.astype(np.complex128) for k, d in op.diagonals(p.slots).items()},
-                                                    ctx, op.level)
+                                                    ctx, op.level, scale=lt_scale(op.level))
                   for i, op in enumerate(p.ops) if op.kind == "linear"}
     encode_s = time.perf_counter() - t0
     bias_cache: dict = {}
@@ -400,6 +444,11 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None) -> CompiledModel:
                 vals[op.out] = add_bias(i, y, op.bias) if op.bias is not None and np.any(op.bias) else y
             elif op.kind == "act":
                 vals[op.out] = p.act.encrypted(get(op.src, op.boot), ctx, evk)
+            elif op.kind == "rotsum":
+                z = vals[op.src]
+                for st in op.steps:
+                    z = ckks.add(z, ckks.rotate(z, st, ctx, evk), ctx)
+                vals[op.out] = z
             else:
                 vals[op.out] = ckks.add(vals[op.src], vals[op.src2], ctx)
         return vals[p.ops[-1].out]
@@ -429,7 +478,7 @@ def encrypt_image(image, p: Plan, ctx: CKKSContext, pk, rng=None) -> Ciphertext:
 
 def decrypt_logits(ct: Ciphertext, p: Plan, ctx: CKKSContext, sk) -> np.ndarray:
     """float64[classes]."""
-    return ckks.decode(ckks.decrypt(ct, ctx, sk), ctx, real=True)[..., :p.classes]
+    return ckks.decode(ckks.decrypt(ct, ctx, sk), ctx, real=True)[..., list(p.out_slots)]
 
 
 def run(compiled: CompiledModel, images, keys, pk, sk, rng=None) -> tuple:
