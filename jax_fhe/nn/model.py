@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CIFAR10_MEAN", "CIFAR10_STD", "RESNET20_SPEC", "CNN", "check_spec", "forward",
+# ``CNN`` (built on first access, Flax optional) is public but not in __all__: a star import
+# or an API walk must not need Flax.
+__all__ = ["CIFAR10_MEAN", "CIFAR10_STD", "RESNET20_SPEC", "check_spec", "forward",
            "from_flax", "init_params", "load_cifar10", "load_resnet20", "preprocess", "relu",
            "to_flax"]
 
@@ -238,6 +240,7 @@ def _make_cnn():
 
 
 def __getattr__(name):
+    """``CNN``: the Flax module class (ImportError without Flax)."""
     if name == "CNN":
         return _make_cnn()
     raise AttributeError(name)
