@@ -1,6 +1,7 @@
 """ResNet-20 benchmark: encrypted CIFAR-10 inference (jax_fhe.nn) latency per image with its bootstrap share, compile time, memory and accuracy.
 
     python benchmarks/bench_resnet20.py --runs 5 --out $OUT/resnet20.json   # n16-boot ResNet-20 (GPU)
+    python benchmarks/bench_resnet20.py --layers 4 --runs 3                # conv + stage 1 only (timing, ~8 GiB of diagonals)
     python benchmarks/bench_resnet20.py --quick                            # INSECURE toy-boot-n12 CNN (checks the script)
 
 Timing: the first call (compilation + one run), then --runs warm calls on one image (seconds
@@ -38,6 +39,8 @@ def main() -> None:
     ap.add_argument("--eval", type=int, default=512, help="images for the plaintext accuracies")
     ap.add_argument("--calib", type=int, default=64)
     ap.add_argument("--quick", action="store_true", help="INSECURE toy-boot-n12, a 2-layer CNN on 8x8")
+    ap.add_argument("--layers", type=int, default=None,
+                    help="only the first LAYERS layers of ResNet-20 and a random head (timing; accuracy meaningless)")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     import results
     results.add_argument(ap, "apps")
@@ -53,7 +56,7 @@ def main() -> None:
     from jax_fhe.rns import HostRandom
 
     dev = jax.devices()[0]
-    spec, params, x, y, act, bounds, preset = ex.setup(args.quick, args.calib)
+    spec, params, x, y, act, bounds, preset = ex.setup(args.quick, args.calib, layers=args.layers)
     ctx = ckks.make_context(ckks.preset(preset))
     # the slot count does not depend on the levels
     slots = compiler.plan(spec, params, ctx.params, act, bounds, input_shape=x.shape[1:],
@@ -98,7 +101,7 @@ def main() -> None:
     pred = logits.argmax(1)
     want = compiler.simulate(p, x[:args.images])
     err = float(np.abs(logits - want).max() / np.abs(want).max())
-    out = dict(device=dev.device_kind, preset=preset, slots=p.slots, bootstraps=p.bootstraps,
+    out = dict(device=dev.device_kind, preset=preset, layers=args.layers or len(spec), slots=p.slots, bootstraps=p.bootstraps,
                diagonals=p.diagonals, rotation_keys=len(p.rotations), first_call_s=first,
                per_image_s=per_image, runs_s=times, bootstrap_s=boot_s,
                bootstrap_share=(p.bootstraps * boot_s / per_image) if boot_s else None,
@@ -112,7 +115,7 @@ def main() -> None:
     if args.out:
         with open(args.out, "w") as f:
             json.dump(out, f, indent=1)
-    if args.results:
+    if args.results and args.layers is None:
         name = "ResNet-20 CIFAR-10, one image" if not args.quick else "toy CNN (INSECURE), one image"
         row = results.entry(f"nn/resnet20/{preset}", name, f"{preset}, {p.slots} slots, {p.bootstraps} bootstraps",
                             dev.device_kind, unit="ms", time=round(1e3 * per_image, 1),

@@ -25,8 +25,9 @@ DATA = pathlib.Path(__file__).resolve().parent / "data"
 QUICK_SPEC = (("conv", 4, 1), ("conv", 8, 2))
 
 
-def setup(quick: bool, calib: int, degrees=(7, 15, 15), eps=2.0 ** -7):
-    """(spec, params, x, y, act, bounds, CKKS params name): the model and data of a run."""
+def setup(quick: bool, calib: int, degrees=(7, 15, 15), eps=2.0 ** -7, layers: int | None = None):
+    """(spec, params, x, y, act, bounds, CKKS params name): the model and data of a run.
+    ``layers``: keep only the first layers of ResNet-20 with a random dense head (timing only)."""
     from jax_fhe import nn
     from jax_fhe.nn import activation, compiler
     x, y = nn.load_cifar10(DATA / "cifar10_test_512.npz")
@@ -37,6 +38,12 @@ def setup(quick: bool, calib: int, degrees=(7, 15, 15), eps=2.0 ** -7):
     else:
         spec, params = nn.RESNET20_SPEC, nn.load_resnet20(DATA / "resnet20_cifar10.npz")
         act, preset = activation.PolyReLU(sign=activation.composite_sign(degrees, eps)), "n16-boot"
+        if layers is not None:
+            spec = spec[:layers]
+            names = {f"layer{i}/" for i in range(layers)}
+            params = {k: v for k, v in params.items() if k[:k.index("/") + 1] in names}
+            extra = nn.init_params(spec, 3, 10, np.random.default_rng(0))
+            params["dense/kernel"], params["dense/bias"] = extra["dense/kernel"], extra["dense/bias"]
     bounds = compiler.calibrate(spec, params, x[-calib:])   # calibrate on the last images
     return spec, params, x, y, act, bounds, preset
 
@@ -48,6 +55,8 @@ def main():
     ap.add_argument("--calib", type=int, default=64, help="images (from the end) for the activation bounds")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and plaintext accuracies only")
     ap.add_argument("--quick", action="store_true", help="INSECURE toy-boot-n12, a 2-layer CNN on 8x8 inputs")
+    ap.add_argument("--layers", type=int, default=None,
+                    help="only the first LAYERS layers of ResNet-20 and a random head (timing; accuracy meaningless)")
     args = ap.parse_args()
 
     import jax
@@ -55,7 +64,7 @@ def main():
     from jax_fhe.nn import compiler
     from jax_fhe.rns import HostRandom
 
-    spec, params, x, y, act, bounds, preset = setup(args.quick, args.calib)
+    spec, params, x, y, act, bounds, preset = setup(args.quick, args.calib, layers=args.layers)
     cp = ckks.preset(preset)
     boot_level = 4 if args.quick else 13          # the bootstrappers' output levels (checked below)
     t0 = time.perf_counter()
