@@ -1,0 +1,128 @@
+"""ResNet-20 benchmark: encrypted CIFAR-10 inference (jax_fhe.nn) latency per image with its bootstrap share, compile time, memory and accuracy.
+
+    python benchmarks/bench_resnet20.py --runs 5 --out $OUT/resnet20.json   # n16-boot ResNet-20 (GPU)
+    python benchmarks/bench_resnet20.py --layers 4 --runs 3                # conv + stage 1 only (timing, ~8 GiB of diagonals)
+    python benchmarks/bench_resnet20.py --quick                            # INSECURE toy-boot-n12 CNN (checks the script)
+
+Timing: the first call (compilation + one run), then --runs warm calls on one image (seconds
+per image: their median); the bootstrap share = (bootstraps in the plan) x (one bootstrap's
+median time, measured apart) / per-image time. Accuracy: --images images encrypted, their
+predictions against the labels and against the polynomial (plaintext) model; the float ReLU
+and polynomial models' accuracies on --eval images beside them. Prints a table; ``--out FILE``
+writes JSON; ``--results`` merges the row into benchmarks/results/apps.json (the results page).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+
+
+def _gib(tree) -> float:
+    import jax
+    return sum(int(x.size) * x.dtype.itemsize for x in jax.tree_util.tree_leaves(tree) if hasattr(x, "dtype")) / 2**30
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5, help="warm single-image calls timed")
+    ap.add_argument("--images", type=int, default=8, help="images classified encrypted for the accuracy")
+    ap.add_argument("--eval", type=int, default=512, help="images for the plaintext accuracies")
+    ap.add_argument("--calib", type=int, default=64)
+    ap.add_argument("--quick", action="store_true", help="INSECURE toy-boot-n12, a 2-layer CNN on 8x8")
+    ap.add_argument("--layers", type=int, default=None,
+                    help="only the first LAYERS layers of ResNet-20 and a random head (timing; accuracy meaningless)")
+    ap.add_argument("--out", default=None, help="write the results as JSON here")
+    import results
+    results.add_argument(ap, "apps")
+    args = ap.parse_args()
+    if args.quick:
+        args.runs, args.images, args.eval = 2, 2, 64
+    results.refuse_quick_default(ap, args.results, args.quick, "apps")
+
+    import jax
+    import encrypted_resnet20 as ex
+    from jax_fhe import ckks, circuits, nn
+    from jax_fhe.nn import compiler
+    from jax_fhe.rns import HostRandom
+
+    dev = jax.devices()[0]
+    spec, params, x, y, act, bounds, preset = ex.setup(args.quick, args.calib, layers=args.layers)
+    ctx = ckks.make_context(ckks.preset(preset))
+    # the slot count does not depend on the levels
+    slots = compiler.plan(spec, params, ctx.params, act, bounds, input_shape=x.shape[1:],
+                          boot_level=ctx.params.max_level).slots
+    boot = circuits.make_bootstrapper(ctx, circuits.BootstrapConfig(slots=slots))
+    p = compiler.plan(spec, params, ctx.params, act, bounds, input_shape=x.shape[1:], boot_level=boot.output_level)
+    print(p.summary())
+    xe, ye = x[:args.eval], y[:args.eval]
+    ref = nn.forward(spec, params, xe).argmax(1)
+    poly = compiler.polynomial_forward(spec, params, xe, act, bounds).argmax(1)
+    rng = HostRandom.insecure_deterministic(1)   # benchmark keys only
+    t0 = time.perf_counter()
+    keys = ckks.keygen(ctx, rng)
+    ek = compiler.gen_keys(ctx, keys.secret, p, boot if p.bootstraps else None, rng)
+    t1 = time.perf_counter()
+    model = compiler.compile_model(p, ctx, boot if p.bootstraps else None)
+    mem = {"keys_gib": _gib(ek), "diagonals_gib": _gib(model.transforms)}
+    print(f"keys {t1 - t0:.1f} s, diagonals encoded {model.encode_s:.1f} s; memory: "
+          + ", ".join(f"{k[:-4]} {v:.2f} GiB" for k, v in mem.items()))
+    ct = compiler.encrypt_image(x[0], p, ctx, keys.public, rng)
+    t0 = time.perf_counter()
+    jax.block_until_ready(model(ct, ek))
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(args.runs):
+        t0 = time.perf_counter()
+        jax.block_until_ready(model(ct, ek))
+        times.append(time.perf_counter() - t0)
+    per_image = statistics.median(times)
+    boot_s = None
+    if p.bootstraps:
+        bfn = jax.jit(lambda c, k: circuits.bootstrap(c, ctx, boot, k))
+        c0 = ckks.level_down(ct, ctx, 0, scale=ctx.params.default_scale(0))
+        jax.block_until_ready(bfn(c0, ek[1]))
+        bt = []
+        for _ in range(max(args.runs, 3)):
+            t0 = time.perf_counter()
+            jax.block_until_ready(bfn(c0, ek[1]))
+            bt.append(time.perf_counter() - t0)
+        boot_s = statistics.median(bt)
+    logits, _ = compiler.run(model, x[:args.images], ek, keys.public, keys.secret, rng)
+    pred = logits.argmax(1)
+    want = compiler.simulate(p, x[:args.images])
+    err = float(np.abs(logits - want).max() / np.abs(want).max())
+    out = dict(device=dev.device_kind, preset=preset, layers=args.layers or len(spec), slots=p.slots, bootstraps=p.bootstraps,
+               diagonals=p.diagonals, rotation_keys=len(p.rotations), first_call_s=first,
+               per_image_s=per_image, runs_s=times, bootstrap_s=boot_s,
+               bootstrap_share=(p.bootstraps * boot_s / per_image) if boot_s else None,
+               images=args.images, encrypted_accuracy=float(np.mean(pred == y[:args.images])),
+               encrypted_agreement_poly=float(np.mean(pred == poly[:args.images])),
+               logit_error_log2=float(np.log2(err)), eval_images=len(xe),
+               float_accuracy=float(np.mean(ref == ye)), poly_accuracy=float(np.mean(poly == ye)),
+               poly_agreement_float=float(np.mean(ref == poly)), memory=mem)
+    for k, v in out.items():
+        print(f"{k:26s} {v}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=1)
+    if args.results and args.layers is None:
+        name = "ResNet-20 CIFAR-10, one image" if not args.quick else "toy CNN (INSECURE), one image"
+        row = results.entry(f"nn/resnet20/{preset}", name, f"{preset}, {p.slots} slots, {p.bootstraps} bootstraps",
+                            dev.device_kind, unit="ms", time=round(1e3 * per_image, 1),
+                            notes=f"encrypted accuracy {100 * out['encrypted_accuracy']:.1f}% on {args.images}, "
+                                  f"first call {first:.1f} s")
+        results.merge(args.results, "apps", [row])
+
+
+if __name__ == "__main__":
+    main()

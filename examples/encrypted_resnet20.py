@@ -1,0 +1,111 @@
+"""Encrypted ResNet-20 inference on CIFAR-10: the pretrained model compiled to one jitted CKKS program.
+
+    python examples/encrypted_resnet20.py --dry-run        # the plan at n16-boot + plaintext accuracies (CPU)
+    python examples/encrypted_resnet20.py --images 4       # n16-boot, 4 images encrypted (GPU, large memory)
+    python examples/encrypted_resnet20.py --quick          # INSECURE toy-boot-n12, a 2-layer CNN on 8x8 (CPU)
+
+The ResNet-20 (examples/data/resnet20_cifar10.npz, batch norms folded) runs with each ReLU
+replaced by the composite minimax sign polynomial of jax_fhe.nn.activation (degrees 7, 15, 15),
+its inputs divided by bounds measured on --calib images. jax_fhe.nn.compiler packs an image
+multiplexed into 16,384 slots, turns every layer into a slot-space matrix (diagonals, BSGS) and
+places a bootstrap before every activation whose levels ran out. Prints the plan, the float
+(ReLU) and polynomial models' accuracy, and for the encrypted images: predictions, agreement with
+the polynomial model, max logit error against the packed simulation, seconds per image, and
+OK / MISMATCH (every encrypted prediction equal to the polynomial model's).
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import time
+
+import numpy as np
+
+DATA = pathlib.Path(__file__).resolve().parent / "data"
+QUICK_SPEC = (("conv", 4, 1), ("conv", 8, 2))
+
+
+def setup(quick: bool, calib: int, degrees=(7, 15, 15), eps=2.0 ** -7, layers: int | None = None):
+    """(spec, params, x, y, act, bounds, CKKS params name): the model and data of a run.
+    ``layers``: keep only the first layers of ResNet-20 with a random dense head (timing only)."""
+    from jax_fhe import nn
+    from jax_fhe.nn import activation, compiler
+    x, y = nn.load_cifar10(DATA / "cifar10_test_512.npz")
+    if quick:   # 8x8 means of the images, a random 2-layer CNN (checks the pipeline, not accuracy)
+        x = x.reshape(len(x), 8, 4, 8, 4, 3).mean(axis=(2, 4))
+        spec, params = QUICK_SPEC, nn.init_params(QUICK_SPEC, 3, 10, np.random.default_rng(0))
+        act, preset = activation.PolyReLU.direct(3), "toy-boot-n12"
+    else:
+        spec, params = nn.RESNET20_SPEC, nn.load_resnet20(DATA / "resnet20_cifar10.npz")
+        act, preset = activation.PolyReLU(sign=activation.composite_sign(degrees, eps)), "n16-boot"
+        if layers is not None:
+            spec = spec[:layers]
+            names = {f"layer{i}/" for i in range(layers)}
+            params = {k: v for k, v in params.items() if k[:k.index("/") + 1] in names}
+            extra = nn.init_params(spec, 3, 10, np.random.default_rng(0))
+            params["dense/kernel"], params["dense/bias"] = extra["dense/kernel"], extra["dense/bias"]
+    bounds = compiler.calibrate(spec, params, x[-calib:])   # calibrate on the last images
+    return spec, params, x, y, act, bounds, preset
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--images", type=int, default=4, help="images to classify encrypted (the first ones)")
+    ap.add_argument("--eval", type=int, default=128, help="images for the plaintext accuracies")
+    ap.add_argument("--calib", type=int, default=64, help="images (from the end) for the activation bounds")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan and plaintext accuracies only")
+    ap.add_argument("--quick", action="store_true", help="INSECURE toy-boot-n12, a 2-layer CNN on 8x8 inputs")
+    ap.add_argument("--layers", type=int, default=None,
+                    help="only the first LAYERS layers of ResNet-20 and a random head (timing; accuracy meaningless)")
+    args = ap.parse_args()
+
+    import jax
+    from jax_fhe import ckks, circuits, nn
+    from jax_fhe.nn import compiler
+    from jax_fhe.rns import HostRandom
+
+    spec, params, x, y, act, bounds, preset = setup(args.quick, args.calib, layers=args.layers)
+    cp = ckks.preset(preset)
+    boot_level = 4 if args.quick else 13          # the bootstrappers' output levels (checked below)
+    t0 = time.perf_counter()
+    p = compiler.plan(spec, params, cp, act, bounds, input_shape=x.shape[1:], boot_level=boot_level)
+    print(p.summary())
+    print(f"plan: {time.perf_counter() - t0:.1f} s; activation: depth {act.depth}, max |error| {act.bound:.2e} on [-1, 1]")
+    xe, ye = x[:args.eval], y[:args.eval]
+    ref = nn.forward(spec, params, xe)
+    poly = compiler.polynomial_forward(spec, params, xe, act, bounds)
+    print(f"{len(xe)} images: float ReLU model {100 * np.mean(ref.argmax(1) == ye):.1f}%, polynomial model "
+          f"{100 * np.mean(poly.argmax(1) == ye):.1f}%, agreement {100 * np.mean(ref.argmax(1) == poly.argmax(1)):.1f}%")
+    if args.dry_run:
+        return
+
+    ctx = ckks.make_context(cp)
+    boot = circuits.make_bootstrapper(ctx, circuits.BootstrapConfig(slots=p.slots)) if p.bootstraps else None
+    if boot is not None and boot.output_level != boot_level:
+        raise SystemExit(f"bootstrapper outputs level {boot.output_level}, the plan assumed {boot_level}")
+    rng = HostRandom.insecure_deterministic(1) if args.quick else HostRandom()
+    t0 = time.perf_counter()
+    keys = ckks.keygen(ctx, rng)
+    ek = compiler.gen_keys(ctx, keys.secret, p, boot, rng)
+    print(f"keys: {time.perf_counter() - t0:.1f} s")
+    model = compiler.compile_model(p, ctx, boot)
+    print(f"diagonals encoded: {model.encode_s:.1f} s")
+    imgs = x[:args.images]
+    ct = compiler.encrypt_image(imgs[0], p, ctx, keys.public, rng)
+    t0 = time.perf_counter()
+    jax.block_until_ready(model(ct, ek))
+    print(f"first call (compilation + run): {time.perf_counter() - t0:.1f} s")
+    logits, per_image = compiler.run(model, imgs, ek, keys.public, keys.secret, rng)
+    want = compiler.simulate(p, imgs)
+    poly_pred = compiler.polynomial_forward(spec, params, imgs, act, bounds).argmax(1)
+    pred = logits.argmax(1)
+    err = np.abs(logits - want).max() / np.abs(want).max()
+    print(f"encrypted predictions {pred.tolist()} labels {y[:args.images].tolist()}")
+    print(f"agreement with the polynomial model {100 * np.mean(pred == poly_pred):.1f}%, accuracy "
+          f"{100 * np.mean(pred == y[:args.images]):.1f}%, logits within 2^{np.log2(err):.1f} of the simulation, "
+          f"{per_image:.3f} s per image")
+    print("OK" if np.all(pred == poly_pred) else "MISMATCH")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,496 @@
+"""Compile a CNN (:mod:`jax_fhe.nn.model` spec + parameters) to one jitted CKKS program.
+
+**Packing (multiplexed, MPCNN-style).** One image is one slot vector of n slots (n a power of
+two, n <= N/2: a sparse ciphertext when smaller). A C x H x W tensor with *gap* k (k = the
+product of the strides so far; H = H0 / k) stores channel c, pixel (y, x) at
+
+    plane(c) * H0 W0 + (k y + (c mod k^2) // k) W0 + k x + (c mod k^2) mod k,   plane(c) = c // k^2
+
+so the k^2 channels of a plane fill the holes that striding leaves, and every stage of
+ResNet-20 uses 16,384 slots (16 x 32 x 32, 32 x 16 x 16 at k = 2, 64 x 8 x 8 at k = 4).
+
+**Layers as slot-space matrices.** Every linear layer (a 3x3 convolution with its folded batch
+norm, strided or not, changing the packing's gap; the option-A shortcut; average pooling fused
+with the dense layer) is an n x n matrix M on that vector. The compiler builds M sparsely,
+takes its non-zero generalized diagonals and evaluates M z with
+:func:`jax_fhe.circuits.linear_transform` (BSGS, double-hoisted rotations; one level). Biases
+are plaintext additions. Activations are :class:`jax_fhe.nn.activation.PolyReLU` on inputs
+divided by a bound measured on the plaintext model (the factors are folded into the matrices:
+an encrypted value holds t / sigma for a tensor t, and ReLU(t / B) = ReLU(t) / B).
+
+**Bootstraps** go where the levels run out (greedily, on the value an operation reads: a
+linear layer needs 1 level, an activation ``act.depth``); a value bootstrapped once is reused.
+:func:`plan` reports the levels, bootstraps, diagonals, rotations and memory without touching a
+ciphertext; :func:`simulate` runs the same packed program in numpy (the reference of the
+encrypted one); :func:`compile_model` encodes the diagonals and returns the jitted function.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from .. import ckks, circuits
+from ..ckks import CKKSContext, Ciphertext, EvalKeys
+from . import model as _model
+from .activation import PolyReLU
+
+__all__ = ["CompiledModel", "Op", "Plan", "calibrate", "compile_model", "decrypt_logits", "encrypt_image",
+           "gen_keys", "layout", "plan", "polynomial_forward", "run", "simulate"]
+
+
+# -- packing -----------------------------------------------------------------------------------------
+
+def layout(channels: int, height: int, width: int, gap: int) -> np.ndarray:
+    """int64[C, H, W]: the slot of each value in the multiplexed packing with gap ``gap``."""
+    k = gap
+    c = np.arange(channels)[:, None, None]
+    y = np.arange(height)[None, :, None]
+    x = np.arange(width)[None, None, :]
+    h0, w0 = k * height, k * width
+    b = c % (k * k)
+    return (c // (k * k)) * h0 * w0 + (k * y + b // k) * w0 + k * x + b % k
+
+
+def _slots_needed(channels, height, width, gap):
+    return -(-channels // (gap * gap)) * gap * gap * height * width
+
+
+# -- the program -------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Op:
+    """One operation of the packed program.
+
+    kind:   "linear" (out = M src + bias), "add" (out = src + src2), "act" (out = act(src)) or
+            "rotsum" (x += rot(x, s) for s in ``steps``, in order).
+    src, src2, out: value ids (0 is the input image).
+    rows, cols, vals: M as a sparse matrix (slot indices, int64 / float64), "linear" only.
+    bias:   float64[n] or None.
+    name:   the layer it comes from.
+    level:  the level it runs at (filled by :func:`plan`); boot: whether ``src`` is bootstrapped
+            first (and ``boot2`` for ``src2``)."""
+
+    kind: str
+    src: int
+    out: int
+    src2: int | None = None
+    rows: np.ndarray | None = None
+    cols: np.ndarray | None = None
+    vals: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    name: str = ""
+    level: int | None = None
+    boot: bool = False
+    boot2: bool = False
+    steps: tuple = ()
+
+    def diagonals(self, n: int) -> dict:
+        """{k: float64[n]} with M z = sum_k d_k * rot_k(z)."""
+        k = (self.cols - self.rows) % n
+        uniq, inv = np.unique(k, return_inverse=True)
+        d = np.zeros((len(uniq), n))
+        np.add.at(d, (inv, self.rows), self.vals)
+        return {int(u): d[i] for i, u in enumerate(uniq)}
+
+
+def _conv_entries(w, src_idx, dst_idx, stride, scale):
+    """Sparse entries of a 3x3 / pad-1 convolution from the packed input to the packed output."""
+    cin, h, wd = src_idx.shape
+    cout, ho, wo = dst_idx.shape
+    rows, cols, vals = [], [], []
+    yo, xo = np.arange(ho), np.arange(wo)
+    for dy in range(3):
+        for dx in range(3):
+            yi, xi = stride * yo + dy - 1, stride * xo + dx - 1
+            vy, vx = (yi >= 0) & (yi < h), (xi >= 0) & (xi < wd)
+            if not vy.any() or not vx.any():
+                continue
+            out = dst_idx[:, yo[vy]][:, :, xo[vx]]                  # [O, hy, wx]
+            inp = src_idx[:, yi[vy]][:, :, xi[vx]]                  # [I, hy, wx]
+            wt = w[dy, dx].T * scale                                # [O, I]
+            o, i = np.nonzero(wt)
+            rows.append(np.broadcast_to(out[o], (len(o),) + out.shape[1:]).reshape(-1))
+            cols.append(np.broadcast_to(inp[i], (len(i),) + inp.shape[1:]).reshape(-1))
+            vals.append(np.repeat(wt[o, i], out[0].size))
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+
+def _bias_vec(b, dst_idx, n, scale):
+    v = np.zeros(n)
+    v[dst_idx] = (np.asarray(b, dtype=np.float64) * scale)[:, None, None]
+    return v
+
+
+def calibrate(spec, params, images, *, margin: float = 1.25) -> tuple:
+    """Bounds for every activation's input: margin * max |t| over ``images`` (the plaintext
+    ReLU model). The bounds order is the order of the activations in the model."""
+    trace: list = []
+    _model.forward(spec, params, images, trace=trace)
+    return tuple(float(margin * max(np.abs(t).max(), 1e-6)) for t in trace)
+
+
+def _build(spec, params, input_shape, bounds):
+    """Ops of the packed program, the slot count and the output slots."""
+    spec = _model.check_spec(spec)
+    h, w, c = input_shape
+    shapes = [(c, h, w, 1)]
+    for kind, cout, stride in spec:
+        c, h, w, k = shapes[-1]
+        if h % stride or w % stride:
+            raise ValueError(f"plan: a stride-{stride} layer on {h}x{w}")
+        shapes.append((cout, h // stride, w // stride, k * stride))
+    n = 1 << (max(_slots_needed(*s) for s in shapes) - 1).bit_length()
+    n_act = sum(1 if kind == "conv" else 2 for kind, _, _ in spec)
+    if len(bounds) != n_act:
+        raise ValueError(f"plan: {len(bounds)} activation bounds for {n_act} activations")
+    ops, nxt = [], [1]
+    bounds = list(bounds)
+
+    def new():
+        nxt[0] += 1
+        return nxt[0] - 1
+
+    cur, sigma = 0, 1.0
+    for li, ((kind, cout, stride), shp, shp_out) in enumerate(zip(spec, shapes, shapes[1:])):
+        src_idx, dst_idx = layout(*shp), layout(*shp_out)
+        pre = f"layer{li}"
+        if kind == "conv":
+            b = bounds.pop(0)
+            t = new()
+            r, cc, v = _conv_entries(params[f"{pre}/conv/kernel"], src_idx, dst_idx, stride, sigma / b)
+            ops.append(Op("linear", cur, t, rows=r, cols=cc, vals=v, name=f"{pre}/conv",
+                          bias=_bias_vec(params[f"{pre}/conv/bias"], dst_idx, n, 1 / b)))
+            cur = new()
+            ops.append(Op("act", t, cur, name=f"{pre}/act"))
+            sigma = b
+            continue
+        b1, b2 = bounds.pop(0), bounds.pop(0)
+        mid_idx = layout(cout, shp_out[1], shp_out[2], shp_out[3])
+        t1 = new()
+        r, cc, v = _conv_entries(params[f"{pre}/conv1/kernel"], src_idx, mid_idx, stride, sigma / b1)
+        ops.append(Op("linear", cur, t1, rows=r, cols=cc, vals=v, name=f"{pre}/conv1",
+                      bias=_bias_vec(params[f"{pre}/conv1/bias"], mid_idx, n, 1 / b1)))
+        a1 = new()
+        ops.append(Op("act", t1, a1, name=f"{pre}/act1"))
+        t2 = new()
+        r, cc, v = _conv_entries(params[f"{pre}/conv2/kernel"], mid_idx, dst_idx, 1, b1 / b2)
+        ops.append(Op("linear", a1, t2, rows=r, cols=cc, vals=v, name=f"{pre}/conv2",
+                      bias=_bias_vec(params[f"{pre}/conv2/bias"], dst_idx, n, 1 / b2)))
+        # shortcut: identity (as a matrix: it also rescales sigma -> b2) or option A
+        cin = shp[0]
+        pad = (cout - cin) // 2
+        if (cout - cin) % 2 or cout < cin:
+            raise ValueError(f"plan: {pre}: option-A shortcut cannot widen {cin} channels to {cout}")
+        ys, xs = np.arange(shp_out[1]), np.arange(shp_out[2])
+        src_sub = src_idx[:, ys * stride][:, :, xs * stride]
+        dst_sub = dst_idx[pad:pad + cin]
+        s = new()
+        ops.append(Op("linear", cur, s, rows=dst_sub.reshape(-1), cols=src_sub.reshape(-1),
+                      vals=np.full(src_sub.size, sigma / b2), name=f"{pre}/shortcut"))
+        t = new()
+        ops.append(Op("add", t2, t, src2=s, name=f"{pre}/add"))
+        cur = new()
+        ops.append(Op("act", t, cur, name=f"{pre}/act2"))
+        sigma = b2
+    # dense per pixel (class j of pixel (y, x) at the slot of channel j there), then average
+    # pooling as a rotate-and-sum over the pixels: the logits land at the pixel-(0, 0) slots
+    # (summing after the bootstrap keeps the bootstrapped values in [0, 1])
+    c, h, w, k = shapes[-1]
+    wd, bd = np.asarray(params["dense/kernel"], dtype=np.float64), np.asarray(params["dense/bias"], dtype=np.float64)
+    if wd.shape[0] != c:
+        raise ValueError(f"plan: dense kernel {wd.shape} for {c} channels")
+    if h & (h - 1) or w & (w - 1):
+        raise ValueError(f"plan: average pooling by rotations needs power-of-two sizes, got {h}x{w}")
+    classes = wd.shape[1]
+    src_idx, dst_idx = layout(c, h, w, k), layout(classes, h, w, k)
+    if dst_idx.max() >= n:
+        raise ValueError(f"plan: {classes} classes do not fit the packing")
+    rows = np.broadcast_to(dst_idx[None], (c,) + dst_idx.shape).reshape(-1)
+    cols = np.broadcast_to(src_idx[:, None], (c, classes, h, w)).reshape(-1)
+    vals = np.broadcast_to((wd * sigma / (h * w))[:, :, None, None], (c, classes, h, w)).reshape(-1)
+    bias = np.zeros(n)
+    bias[dst_idx[:, 0, 0]] = bd
+    t = new()
+    ops.append(Op("linear", cur, t, rows=rows, cols=cols, vals=vals, bias=bias, name="dense"))
+    steps = tuple(k << i for i in range(w.bit_length() - 1)) + \
+        tuple((k * k * w) << i for i in range(h.bit_length() - 1))
+    ops.append(Op("rotsum", t, new(), steps=steps, name="pool"))
+    out_slots = dst_idx[:, 0, 0]
+    return ops, n, out_slots
+
+
+@dataclasses.dataclass
+class Plan:
+    """The packed program with its level schedule and costs (host data).
+
+    ops: the :class:`Op` list; slots: n; classes; act: the activation; bounds; start_level
+    (the encrypted image's level); boot_level (a bootstrap's output level, None: none placed);
+    bootstraps; diagonals (total); rotations (sorted steps of the linear layers);
+    diagonal_bytes / key_bytes: device memory of the encoded diagonals and of the rotation keys
+    (estimates from the RNS shapes); out_level; out_slots: the slots of the logits."""
+
+    ops: list
+    slots: int
+    classes: int
+    act: PolyReLU
+    bounds: tuple
+    start_level: int
+    boot_level: int | None
+    bootstraps: int
+    diagonals: int
+    rotations: tuple
+    diagonal_bytes: int
+    key_bytes: int
+    out_level: int
+    out_slots: tuple = ()
+    params_name: str = ""
+
+    def summary(self) -> str:
+        """A human-readable table of the plan."""
+        lines = [f"plan for {self.params_name}: {self.slots} slots/image, activation depth {self.act.depth}, "
+                 f"{self.bootstraps} bootstraps (to level {self.boot_level}), {self.diagonals} diagonals "
+                 f"({self.diagonal_bytes / 2**30:.1f} GiB encoded), {len(self.rotations)} rotation keys "
+                 f"(+ bootstrapping's; {self.key_bytes / 2**30:.1f} GiB), logits at level {self.out_level}"]
+        for op in self.ops:
+            if op.kind == "linear":
+                k = len(np.unique((op.cols - op.rows) % self.slots))
+                lines.append(f"  {op.name:18s} linear  level {op.level:2d}{' boot' if op.boot else ''}  {k} diagonals")
+            elif op.kind == "act":
+                lines.append(f"  {op.name:18s} act     level {op.level:2d}{' boot' if op.boot else ''}")
+            elif op.kind == "rotsum":
+                lines.append(f"  {op.name:18s} rotsum  level {op.level:2d}  {len(op.steps)} rotations")
+        return "\n".join(lines)
+
+
+def plan(spec, params, ckks_params, act: PolyReLU, bounds, *, input_shape=(32, 32, 3),
+         boot_level: int | None = None, start_level: int | None = None) -> Plan:
+    """Schedule the program for ``ckks_params`` (a :class:`jax_fhe.ckks.CKKSParams`).
+
+    bounds:      activation input bounds (:func:`calibrate`).
+    boot_level:  the bootstrapper's output level (``make_bootstrapper(...).output_level``);
+                 None: no bootstraps (ValueError if the levels do not suffice).
+    start_level: the encrypted image's level (default: boot_level, else the encryption level)."""
+    if not isinstance(act, PolyReLU):
+        raise TypeError(f"plan: act must be a PolyReLU, got {type(act).__name__}")
+    ops, n, out_slots = _build(spec, params, tuple(input_shape), tuple(bounds))
+    if n > ckks_params.slots:
+        raise ValueError(f"plan: the packing needs {n} slots, {ckks_params.name} has {ckks_params.slots}")
+    if start_level is None:
+        start_level = boot_level if boot_level is not None else ckks_params.encryption_level
+    level = {0: start_level}
+    boots = 0
+    rotations, ndiag, dbytes = set(), 0, 0
+    N = ckks_params.n
+
+    def need(v, k, what):
+        nonlocal boots
+        if level[v] >= k:
+            return False
+        if boot_level is None or boot_level < k:
+            raise ValueError(f"plan: {what} needs {k} levels, the value is at level {level[v]} and "
+                             f"bootstrapping gives {boot_level}")
+        boots += 1
+        level[v] = boot_level
+        return True
+
+    for op in ops:
+        if op.kind == "linear":
+            op.boot = need(op.src, 1, op.name)
+            op.level = level[op.src]
+            level[op.out] = op.level - 1
+            d = op.diagonals(n)
+            _, groups = circuits.lintrans.bsgs_split(list(d), n)
+            b = {bb for bs in groups.values() for bb in bs} | set(groups)
+            rotations |= {s % n for s in b} - {0}
+            ndiag += len(d)
+            dbytes += len(d) * (len(ckks_params.rows(op.level)) + ckks_params.alpha) * N * 4
+        elif op.kind == "act":
+            op.boot = need(op.src, act.depth, op.name)
+            op.level = level[op.src]
+            level[op.out] = op.level - act.depth
+        elif op.kind == "rotsum":
+            op.level = level[op.out] = level[op.src]
+            rotations |= set(op.steps)
+        else:
+            op.level = min(level[op.src], level[op.src2])
+            level[op.out] = op.level
+    full_rows = len(ckks_params.rows(ckks_params.max_level)) + ckks_params.alpha
+    key_bytes = len(rotations) * ckks_params.dnum * 2 * full_rows * N * 4
+    return Plan(ops=ops, slots=n, classes=len(out_slots), out_slots=tuple(int(v) for v in out_slots), act=act, bounds=tuple(bounds), start_level=start_level,
+                boot_level=boot_level, bootstraps=boots, diagonals=ndiag, rotations=tuple(sorted(rotations)),
+                diagonal_bytes=dbytes, key_bytes=key_bytes, out_level=level[ops[-1].out],
+                params_name=ckks_params.name)
+
+
+def _pack(p: Plan, images, input_shape=None) -> np.ndarray:
+    x = np.asarray(images, dtype=np.float64)
+    if x.ndim == 3:
+        x = x[None]
+    h, w, c = x.shape[1:]
+    z = np.zeros((len(x), p.slots))
+    z[:, layout(c, h, w, 1).reshape(-1)] = x.transpose(0, 3, 1, 2).reshape(len(x), -1)
+    return z
+
+
+def simulate(p: Plan, images) -> np.ndarray:
+    """The packed program in float64 numpy (diagonal form, the polynomial activation): logits
+    float64[B, classes] of images [B, H, W, C]. The encrypted program computes the same up to
+    CKKS noise."""
+    vals = {0: _pack(p, images)}
+    for op in p.ops:
+        if op.kind == "linear":
+            z = vals[op.src]
+            out = np.zeros_like(z)
+            for k, d in op.diagonals(p.slots).items():
+                out += d * np.roll(z, -k, axis=-1)
+            vals[op.out] = out + (op.bias if op.bias is not None else 0)
+        elif op.kind == "act":
+            vals[op.out] = p.act(vals[op.src])
+        elif op.kind == "rotsum":
+            z = vals[op.src]
+            for st in op.steps:
+                z = z + np.roll(z, -st, axis=-1)
+            vals[op.out] = z
+        else:
+            vals[op.out] = vals[op.src] + vals[op.src2]
+    return vals[p.ops[-1].out][:, list(p.out_slots)]
+
+
+def polynomial_forward(spec, params, images, act: PolyReLU, bounds) -> np.ndarray:
+    """The float model with each ReLU replaced by bound_j * act(t / bound_j) (the function the
+    encrypted program computes, without the packing): logits float64[B, classes]."""
+    it = iter(tuple(bounds) * 1)
+    seen = []
+
+    def a(t):
+        b = next(it)
+        seen.append(b)
+        return b * act(t / b)
+    out = _model.forward(spec, params, images, a)
+    if len(seen) != len(bounds):
+        raise ValueError(f"polynomial_forward: {len(bounds)} bounds for {len(seen)} activations")
+    return out
+
+
+# -- the encrypted program ---------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class CompiledModel:
+    """The encoded linear layers and the jitted encrypted inference.
+
+    plan: the :class:`Plan`; transforms: {op index: LinearTransform}; ctx; boot (a
+    :class:`jax_fhe.circuits.Bootstrapper` or None); fn: the jitted function
+    (image ciphertext, evk, boot keys, transforms) -> logits ciphertext (at ``plan.out_slots``); encode_s: host seconds
+    spent encoding diagonals."""
+
+    plan: Plan
+    transforms: dict
+    ctx: CKKSContext
+    boot: object
+    fn: object
+    encode_s: float
+
+    def __call__(self, ct: Ciphertext, keys) -> Ciphertext:
+        """Encrypted logits (at ``plan.out_slots``) of the encrypted image ``ct``."""
+        evk, bk = keys
+        return self.fn(ct, evk, bk, self.transforms)
+
+
+def compile_model(p: Plan, ctx: CKKSContext, boot=None) -> CompiledModel:
+    """Encode every linear layer's diagonals at its level and build the jitted program.
+    ``boot``: the bootstrapper (slots = ``p.slots``) when the plan bootstraps."""
+    import jax
+
+    if p.bootstraps and boot is None:
+        raise ValueError(f"compile_model: the plan bootstraps {p.bootstraps} times; pass its bootstrapper")
+    if boot is not None and (boot.output_level != p.boot_level or boot.slots != p.slots):
+        raise ValueError(f"compile_model: bootstrapper (slots {boot.slots}, output level {boot.output_level}) "
+                         f"does not match the plan (slots {p.slots}, boot level {p.boot_level})")
+    t0 = time.perf_counter()
+    cp = ctx.params
+
+    def lt_scale(level):  # lands a default-scale input on the default scale of level - 1
+        return float(cp.default_scale(level - 1)) * float(cp.ratio(level)) / float(cp.default_scale(level))
+
+    transforms = {i: circuits.make_linear_transform({k: d.astype(np.complex128) for k, d in op.diagonals(p.slots).items()},
+                                                    ctx, op.level, scale=lt_scale(op.level))
+                  for i, op in enumerate(p.ops) if op.kind == "linear"}
+    encode_s = time.perf_counter() - t0
+    bias_cache: dict = {}
+
+    def add_bias(i, ct, bias):
+        key = (i, ct.level, ct.scale)
+        if key not in bias_cache:   # host encoding at trace time (a constant of the program)
+            bias_cache[key] = ckks.encode(bias, ctx, level=ct.level, scale=ct.scale)
+        return ckks.add(ct, bias_cache[key], ctx)
+
+    def program(ct, evk, bk, lts):
+        vals = {0: ct}
+        done = {}
+
+        def get(v, boot_it):
+            if not boot_it:
+                return vals[v]
+            if v not in done:
+                done[v] = circuits.bootstrap(vals[v], ctx, boot, bk)
+            return done[v]
+
+        for i, op in enumerate(p.ops):
+            if op.kind == "linear":
+                x = get(op.src, op.boot)
+                y = circuits.linear_transform(x, lts[i], ctx, evk)
+                vals[op.out] = add_bias(i, y, op.bias) if op.bias is not None and np.any(op.bias) else y
+            elif op.kind == "act":
+                vals[op.out] = p.act.encrypted(get(op.src, op.boot), ctx, evk)
+            elif op.kind == "rotsum":
+                z = vals[op.src]
+                for st in op.steps:
+                    z = ckks.add(z, ckks.rotate(z, st, ctx, evk), ctx)
+                vals[op.out] = z
+            else:
+                vals[op.out] = ckks.add(vals[op.src], vals[op.src2], ctx)
+        return vals[p.ops[-1].out]
+
+    return CompiledModel(plan=p, transforms=transforms, ctx=ctx, boot=boot, fn=jax.jit(program), encode_s=encode_s)
+
+
+def gen_keys(ctx: CKKSContext, sk, p: Plan, boot=None, rng=None, *, progress: bool | None = None):
+    """(EvalKeys with relinearization and the plan's rotations, BootstrapKeys or None)."""
+    if boot is None:
+        keys = ckks.gen_rotation_keys(ctx, sk, list(p.rotations), rng, progress=progress)
+        relin = ckks.gen_relin_key(ctx, sk, rng)
+        return EvalKeys(relin=relin, rotations=keys, conjugation=None, params=ctx.params), None
+    bk = circuits.gen_bootstrap_keys(ctx, sk, boot, rng, progress=progress)
+    extra = ckks.gen_rotation_keys(ctx, sk, [s for s in p.rotations if s not in bk.evk.rotations], rng,
+                                   progress=progress)
+    rot = dict(bk.evk.rotations)
+    rot.update(extra)
+    return EvalKeys(relin=bk.evk.relin, rotations=rot, conjugation=bk.evk.conjugation, params=ctx.params), bk
+
+
+def encrypt_image(image, p: Plan, ctx: CKKSContext, pk, rng=None) -> Ciphertext:
+    """One image [H, W, C] (preprocessed floats) packed and encrypted at ``p.start_level``."""
+    z = _pack(p, np.asarray(image)[None])[0]
+    return ckks.encrypt(ckks.encode(z, ctx, level=p.start_level), ctx, pk, rng)
+
+
+def decrypt_logits(ct: Ciphertext, p: Plan, ctx: CKKSContext, sk) -> np.ndarray:
+    """float64[classes]."""
+    return ckks.decode(ckks.decrypt(ct, ctx, sk), ctx, real=True)[..., list(p.out_slots)]
+
+
+def run(compiled: CompiledModel, images, keys, pk, sk, rng=None) -> tuple:
+    """Encrypt, infer and decrypt each image: (logits float64[B, classes], seconds per image
+    of the encrypted inference, excluding the first call's compilation)."""
+    import jax
+    out, times = [], []
+    for img in images:
+        ct = encrypt_image(img, compiled.plan, compiled.ctx, pk, rng)
+        t0 = time.perf_counter()
+        res = jax.block_until_ready(compiled(ct, keys))
+        times.append(time.perf_counter() - t0)
+        out.append(decrypt_logits(res, compiled.plan, compiled.ctx, sk))
+    return np.asarray(out), (float(np.mean(times[1:])) if len(times) > 1 else float(times[0]))
+

@@ -1,0 +1,140 @@
+"""jax_fhe.nn: the ResNet-20 reference, the polynomial ReLU, the packed program (numpy) against
+the float model, and a small CNN encrypted end to end on the INSECURE toy presets."""
+import dataclasses
+import pathlib
+
+import numpy as np
+import pytest
+
+from jax_fhe import ckks, circuits, nn
+from jax_fhe.nn import activation, compiler
+from jax_fhe.rns import HostRandom
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "examples" / "data"
+SMALL = (("conv", 4, 1), ("block", 8, 2))          # 8x8x2 input: conv, strided block (option A)
+TINY = (("conv", 2, 1), ("conv", 4, 2))            # the encrypted 2-layer CNN
+
+
+def _small(seed=0, spec=SMALL, cin=2):
+    g = np.random.default_rng(seed)
+    return nn.init_params(spec, cin, 3, g), g.normal(size=(6, 8, 8, cin))
+
+
+def test_layout_is_a_bijection_into_the_slots():
+    for c, h, w, k in [(16, 32, 32, 1), (32, 16, 16, 2), (64, 8, 8, 4), (3, 4, 4, 2)]:
+        idx = compiler.layout(c, h, w, k)
+        assert len(np.unique(idx)) == idx.size and idx.min() == 0
+        assert idx.max() < -(-c // (k * k)) * k * k * h * w
+    assert compiler.layout(4, 2, 2, 2)[:, 0, 0].tolist() == [0, 1, 4, 5]   # 4 channels in a 2x2 block
+
+
+def test_packed_program_equals_the_float_model():
+    """simulate() with the exact ReLU (the packing, strides, option-A shortcut, the bound folding,
+    pool + dense, all in diagonal form) equals forward() to float64 rounding."""
+    params, x = _small()
+    bounds = compiler.calibrate(SMALL, params, x)
+    act = activation.PolyReLU(sign=activation.composite_sign((7, 15, 15), 2.0 ** -7))
+    p = compiler.plan(SMALL, params, ckks.preset("n16-boot"), act, bounds, input_shape=(8, 8, 2), boot_level=13)
+    exact = dataclasses.replace(p, act=nn.model.relu)
+    ref = nn.forward(SMALL, params, x)
+    np.testing.assert_allclose(compiler.simulate(exact, x), ref, atol=1e-12 * np.abs(ref).max())
+    assert p.slots == 256 and p.bootstraps == 3 and p.out_level == 12
+    poly = compiler.polynomial_forward(SMALL, params, x, act, bounds)
+    np.testing.assert_allclose(compiler.simulate(p, x), poly, atol=1e-12 * np.abs(ref).max())
+    approx = np.abs(poly - ref).max()                               # the polynomial ReLU's effect
+    assert 0 < approx < 2.0 ** -8 * np.abs(ref).max()
+    with pytest.raises(ValueError, match="bounds"):
+        compiler.plan(SMALL, params, ckks.preset("n16-boot"), act, bounds[:-1], input_shape=(8, 8, 2))
+    with pytest.raises(ValueError, match="levels"):
+        compiler.plan(SMALL, params, ckks.preset("toy-boot-n12"), act, bounds, input_shape=(8, 8, 2), boot_level=2)
+
+
+def test_composite_sign_relu_bound():
+    """(7, 15, 15) on [2^-7, 1]: |sign error| <= 2^-13, |ReLU error| <= 2^-10 on [-1, 1]
+    (measured 9.8e-5 and 9.2e-4), depth 3 + 4 + 4 + 1 = 12."""
+    s = activation.composite_sign((7, 15, 15), 2.0 ** -7)
+    act = activation.PolyReLU(sign=s)
+    assert s.depth == 11 and act.depth == 12
+    assert s.error < 2.0 ** -13 and act.bound < 2.0 ** -10
+    x = np.linspace(-1, 1, 1001)
+    assert np.abs(act(x) - np.maximum(x, 0)).max() <= act.bound + 1e-12
+    with pytest.raises(ValueError, match="odd"):
+        activation.composite_sign((8, 15))
+    with pytest.raises(ValueError, match="exactly one"):
+        activation.PolyReLU()
+
+
+def test_flax_module_equals_numpy_reference():
+    """The Flax CNN (float32) of a small spec with a strided block equals forward()."""
+    pytest.importorskip("flax")
+    import jax
+    import jax.numpy as jnp
+    params, x = _small()
+    module = nn.model.CNN(spec=SMALL, classes=3)
+    got = np.asarray(module.apply(nn.model.to_flax(params), jnp.asarray(x, jnp.float32)))
+    ref = nn.forward(SMALL, params, x)
+    assert np.abs(got - ref).max() < 1e-5 * np.abs(ref).max()
+    init = jax.eval_shape(module.init, jax.random.PRNGKey(0), jnp.zeros((1, 8, 8, 2)))   # names, no compute
+    assert sorted(nn.model.from_flax(jax.tree_util.tree_map(lambda a: np.zeros(a.shape), init))) == sorted(params)
+
+
+@pytest.mark.slow
+def test_resnet20_flax_equals_numpy():
+    pytest.importorskip("flax")
+    import jax
+    import jax.numpy as jnp
+    params = nn.load_resnet20(DATA / "resnet20_cifar10.npz")
+    x, y = nn.load_cifar10(DATA / "cifar10_test_512.npz", 16)
+    ref = nn.forward(nn.RESNET20_SPEC, params, x)
+    got = np.asarray(jax.jit(nn.model.CNN().apply)(nn.model.to_flax(params), jnp.asarray(x, jnp.float32)))
+    assert np.abs(got - ref).max() < 1e-3 * np.abs(ref).max()
+    assert (ref.argmax(1) == y).mean() >= 0.8
+
+
+@pytest.mark.slow
+def test_resnet20_float_accuracy_512():
+    params = nn.load_resnet20(DATA / "resnet20_cifar10.npz")
+    x, y = nn.load_cifar10(DATA / "cifar10_test_512.npz")
+    assert (nn.forward(nn.RESNET20_SPEC, params, x).argmax(1) == y).sum() == 467
+
+
+def _encrypted(ctx, boot: bool):
+    g = np.random.default_rng(3)
+    params, x = nn.init_params(TINY, 1, 3, g), g.normal(size=(6, 4, 4, 1))
+    bounds = compiler.calibrate(TINY, params, x)
+    act = activation.PolyReLU.direct(3)
+    rng = HostRandom.insecure_deterministic(7)
+    keys = ckks.keygen(ctx, rng)
+    b = None
+    if boot:
+        probe = compiler.plan(TINY, params, ctx.params, act, bounds, input_shape=(4, 4, 1))
+        b = circuits.make_bootstrapper(ctx, circuits.BootstrapConfig(slots=probe.slots))
+    p = compiler.plan(TINY, params, ctx.params, act, bounds, input_shape=(4, 4, 1),
+                      boot_level=None if b is None else b.output_level,
+                      start_level=None if b is not None else ctx.params.max_level)
+    model = compiler.compile_model(p, ctx, b)
+    ek = compiler.gen_keys(ctx, keys.secret, p, b, rng)
+    logits, _ = compiler.run(model, x[:1], ek, keys.public, keys.secret, rng)
+    return p, logits, compiler.simulate(p, x[:1])
+
+
+def test_encrypted_small_cnn_toy(toy_boot_context):
+    """2-layer CNN (4x4x1 -> conv 2 -> conv 4 stride 2 -> dense + pool), degree-3 polynomial
+    ReLU, no bootstrap (toy-boot-n12 from its top level): the decrypted logits match simulate()
+    within 2^-40 of their size (measured 2^-46.2; the top levels' scales are 2^52)."""
+    p, got, want = _encrypted(toy_boot_context, False)
+    assert p.bootstraps == 0
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert np.log2(err) < -40, err
+    print(f"encrypted vs simulate: 2^{np.log2(err):.1f}")
+
+
+@pytest.mark.slow
+def test_encrypted_small_cnn_toy_bootstrapped(toy_boot_context):
+    """The same from level 4 (toy-boot-n12's bootstrap output): one bootstrap before the second
+    activation; within 2^-20 of simulate() (measured 2^-25.8)."""
+    p, got, want = _encrypted(toy_boot_context, True)
+    assert p.bootstraps == 1
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert np.log2(err) < -20, err
+    print(f"bootstrapped: 2^{np.log2(err):.1f}")
