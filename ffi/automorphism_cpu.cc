@@ -28,40 +28,6 @@ ffi::Error AutomorphismNttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::ResultBuffer<ffi
   return ffi::Error::Success();
 }
 
-// sigma_g((x0 + add, x1, ...)) per entry (automorphism_args.h): the sum is taken at the source slot.
-ffi::Error AutomorphismNttAddCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> add,
-                                     ffi::Buffer<ffi::U32> moduli, ffi::ResultBuffer<ffi::U32> y,
-                                     ffi::Span<const int64_t> galois) {
-  AutomorphismAddShape a;
-  if (auto e = check_automorphism_add_args(x.dimensions(), add.dimensions(), moduli.dimensions(),
-                                           y->dimensions(), galois, &a);
-      e.failure())
-    return e;
-  const PolyShape& s = a.s;
-  std::vector<std::vector<uint32_t>> src(a.count, std::vector<uint32_t>(s.n));
-  for (int64_t g = 0; g < a.count; ++g)
-    for (int64_t k = 0; k < s.n; ++k)
-      src[g][k] = automorphism_ntt_source(static_cast<uint32_t>(k), a.galois[g], s.log_n);
-  const uint32_t* in = x.typed_data();
-  const uint32_t* ad = add.typed_data();
-  const uint32_t* q = moduli.typed_data();
-  uint32_t* out = y->typed_data();
-  parallel_for(s.polys, s.n, [&](int64_t p) {
-    const int64_t l = p % s.limbs, c = (p / s.limbs) % a.comps, e = p / (s.limbs * a.comps);
-    const std::vector<uint32_t>& sg = src[e % a.count];
-    const uint32_t* xp = in + p * s.n;
-    uint32_t* op = out + p * s.n;
-    if (c != 0) {
-      for (int64_t k = 0; k < s.n; ++k) op[k] = xp[sg[k]];
-      return;
-    }
-    const uint32_t* apv = ad + ((a.add_batched ? e / a.count : 0) * s.limbs + l) * s.n;
-    const uint32_t ql = q[l];
-    for (int64_t k = 0; k < s.n; ++k) op[k] = add_mod(xp[sg[k]], apv[sg[k]], ql);
-  });
-  return ffi::Error::Success();
-}
-
 // out[k] = +-in[k * g^-1 mod 2N]; the sign flips when the source index wraps past N.
 ffi::Error AutomorphismCoeffCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> moduli,
                                     ffi::ResultBuffer<ffi::U32> y, int64_t galois,
@@ -93,14 +59,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismNttCpu, AutomorphismNttCpuImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Ret<ffi::Buffer<ffi::U32>>()
                                   .Attr<int64_t>("galois"));
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismNttAddCpu, AutomorphismNttAddCpuImpl,
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [B..., C, L, N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // add [B..., L, N] or [L, N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // moduli [L]
-                                  .Ret<ffi::Buffer<ffi::U32>>()
-                                  .Attr<ffi::Span<const int64_t>>("galois"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismCoeffCpu, AutomorphismCoeffCpuImpl,
                               ffi::Ffi::Bind()

@@ -23,32 +23,6 @@ __global__ void automorphism_ntt_kernel(const uint32_t* __restrict__ x, uint32_t
   y[i] = __ldg(x + base + automorphism_ntt_source(k, galois, log_n));
 }
 
-// sigma_g((x0 + add, x1, ...)) per entry (automorphism_args.h): component 0 adds add's source slot.
-struct GaloisSet {
-  uint32_t g[kMaxAutomorphismGalois];
-};
-
-__global__ void automorphism_ntt_add_kernel(const uint32_t* __restrict__ x, const uint32_t* __restrict__ add,
-                                            const uint32_t* __restrict__ moduli, uint32_t* __restrict__ y,
-                                            int64_t total, int log_n, int limbs, int comps, int count,
-                                            bool add_batched, const GaloisSet galois) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (i >= total) return;
-  const uint32_t n_mask = (1u << log_n) - 1u;
-  const uint32_t k = static_cast<uint32_t>(i) & n_mask;
-  const int64_t poly = i >> log_n;
-  const int l = static_cast<int>(poly % limbs);
-  const int64_t cb = poly / limbs;
-  const int64_t e = cb / comps;
-  const uint32_t src = automorphism_ntt_source(k, galois.g[e % count], log_n);
-  uint32_t v = __ldg(x + (i - k) + src);
-  if (cb % comps == 0) {
-    const int64_t ap = ((add_batched ? e / count : 0) * limbs + l) << log_n;
-    v = add_mod(v, __ldg(add + ap + src), __ldg(moduli + l));
-  }
-  y[i] = v;
-}
-
 __global__ void automorphism_coeff_kernel(const uint32_t* __restrict__ x,
                                           const uint32_t* __restrict__ moduli,
                                           uint32_t* __restrict__ y, int64_t total, int limbs,
@@ -84,25 +58,6 @@ ffi::Error AutomorphismNttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
   return launch_status("automorphism_ntt");
 }
 
-ffi::Error AutomorphismNttAddCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
-                                      ffi::Buffer<ffi::U32> add, ffi::Buffer<ffi::U32> moduli,
-                                      ffi::ResultBuffer<ffi::U32> y, ffi::Span<const int64_t> galois) {
-  AutomorphismAddShape a;
-  if (auto e = check_automorphism_add_args(x.dimensions(), add.dimensions(), moduli.dimensions(),
-                                           y->dimensions(), galois, &a);
-      e.failure())
-    return e;
-  const int64_t total = a.s.polys * a.s.n;
-  if (total == 0) return ffi::Error::Success();
-  const int64_t blocks = (total + kThreads - 1) / kThreads;
-  GaloisSet gs{};
-  for (int64_t g = 0; g < a.count; ++g) gs.g[g] = a.galois[g];
-  automorphism_ntt_add_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      x.typed_data(), add.typed_data(), moduli.typed_data(), y->typed_data(), total, a.s.log_n,
-      static_cast<int>(a.s.limbs), static_cast<int>(a.comps), static_cast<int>(a.count), a.add_batched, gs);
-  return launch_status("automorphism_ntt_add");
-}
-
 ffi::Error AutomorphismCoeffCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                                      ffi::Buffer<ffi::U32> moduli, ffi::ResultBuffer<ffi::U32> y,
                                      int64_t galois, int64_t galois_inv) {
@@ -129,16 +84,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismNttCuda, AutomorphismNttCudaImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()
                                   .Ret<ffi::Buffer<ffi::U32>>()
                                   .Attr<int64_t>("galois"),
-                              {ffi::Traits::kCmdBufferCompatible});
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismNttAddCuda, AutomorphismNttAddCudaImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [B..., C, L, N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // add [B..., L, N] or [L, N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // moduli [L]
-                                  .Ret<ffi::Buffer<ffi::U32>>()
-                                  .Attr<ffi::Span<const int64_t>>("galois"),
                               {ffi::Traits::kCmdBufferCompatible});
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismCoeffCuda, AutomorphismCoeffCudaImpl,

@@ -1,7 +1,6 @@
 // Base conversion on the CPU (reference semantics for the CUDA kernels; formulas in
 // bconv_args.h): the plain fast conversion and the centered one, which also sums the
 // fixed-point fractions of the pre-multiplied inputs and subtracts k Q before the single store.
-#include <algorithm>
 #include <vector>
 
 #include "bconv_args.h"
@@ -78,28 +77,23 @@ ffi::Error BconvCenteredCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> i
                                 ffi::Buffer<ffi::U32> mat, ffi::Buffer<ffi::U32> out_consts,
                                 ffi::Buffer<ffi::U32> inv_fix, ffi::Buffer<ffi::U32> src_prod,
                                 ffi::ResultBuffer<ffi::U32> y, int64_t fold_every,
-                                int64_t fix_bits, int64_t limb_offset, int64_t digits,
-                                ffi::Span<const int64_t> digit_lin, ffi::Span<const int64_t> digit_lout) {
+                                int64_t fix_bits, int64_t limb_offset, int64_t digits) {
   BconvShape s;
   if (auto e = check_bconv_centered_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
                                          out_consts.dimensions(), inv_fix.dimensions(),
                                          src_prod.dimensions(), y->dimensions(), fold_every,
-                                         fix_bits, limb_offset, digits, digit_lin, digit_lout, &s);
+                                         fix_bits, limb_offset, digits, &s);
       e.failure())
     return e;
-  // conversion d (the plan of bconv_args.h): its tables, input limbs from limb_offset + X_d,
-  // output limbs from Y_d of every batch entry's sum Lout_d
-  const BconvDigits& p = s.plan;
-  for (int d = 0; d < p.count; ++d) {
+  // conversion d: its tables, input limbs from limb_offset + d Lin, output limbs from d Lout
+  for (int64_t d = 0; d < s.digits; ++d) {
     BconvShape sd = s;
-    sd.offset = s.offset + p.x_off[d];
-    sd.lin = p.lin[d];
-    sd.lout = p.lout[d];
-    const Centering cen{inv_fix.typed_data() + p.x_off[d], src_prod.typed_data() + p.y_off[d],
+    sd.offset = s.offset + d * s.lin;
+    const Centering cen{inv_fix.typed_data() + d * s.lin, src_prod.typed_data() + d * s.lout,
                         static_cast<int>(fix_bits)};
-    bconv_cpu(sd, x.typed_data(), in_consts.typed_data() + 3 * p.x_off[d], mat.typed_data() + p.mat_off[d],
-              out_consts.typed_data() + 4 * p.y_off[d], y->typed_data() + int64_t{p.y_off[d]} * s.in.n,
-              std::min<int64_t>(fold_every, sd.lin), &cen);
+    bconv_cpu(sd, x.typed_data(), in_consts.typed_data() + d * 3 * s.lin,
+              mat.typed_data() + d * s.lout * s.lin, out_consts.typed_data() + d * 4 * s.lout,
+              y->typed_data() + d * s.lout * s.in.n, fold_every, &cen);
   }
   return ffi::Error::Success();
 }
@@ -118,17 +112,15 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCpu, BconvCpuImpl,
 XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCenteredCpu, BconvCenteredCpuImpl,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::U32>>()  // x [..., Lin, N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // in_consts: [3, Lin_d] blocks
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // mat: [Lout_d, Lin_d] blocks
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // out_consts: [4, Lout_d] blocks
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // inv_fix: [Lin_d] blocks
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // src_prod: [Lout_d] blocks
-                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., sum Lout_d, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // in_consts [D * 3, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // mat [D * Lout, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // out_consts [D * 4, Lout]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // inv_fix [D * Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [D * Lout]
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., D * Lout, N]
                                   .Attr<int64_t>("fold_every")
                                   .Attr<int64_t>("fix_bits")
                                   .Attr<int64_t>("limb_offset")
-                                  .Attr<int64_t>("digits")
-                                  .Attr<ffi::Span<const int64_t>>("digit_lin")
-                                  .Attr<ffi::Span<const int64_t>>("digit_lout"));
+                                  .Attr<int64_t>("digits"));
 
 }  // namespace jax_fhe

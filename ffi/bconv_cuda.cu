@@ -84,45 +84,38 @@ struct Centering {
   int fix_bits;
 };
 
-// Conversion dg of a launch (the plan of bconv_args.h): its limb counts, its tables, its first
-// input limb (x) and its first output limb (y).
-template <bool CENTERED, typename Ptr, typename OutPtr>  // the kernels' __restrict__ pointers
-__device__ __forceinline__ void select_conversion(const BconvDigits& dp, int dg, int n, int& lin, int& lout,
-                                                  Ptr& x, OutPtr& y, Ptr& in_c, Ptr& mat, Ptr& out_c,
-                                                  Centering& cen) {
-  lin = dp.lin[dg];
-  lout = dp.lout[dg];
-  x += static_cast<int64_t>(dp.x_off[dg]) * n;
-  y += static_cast<int64_t>(dp.y_off[dg]) * n;
-  in_c += 3 * dp.x_off[dg];
-  mat += dp.mat_off[dg];
-  out_c += 4 * dp.y_off[dg];
+// The tables of conversion dg of a stacked launch (digits > 1, bconv_args.h).
+template <bool CENTERED, typename Ptr>  // Ptr: the kernels' const uint32_t* __restrict__
+__device__ __forceinline__ void select_conversion(int dg, int lin, int lout, Ptr& in_c, Ptr& mat,
+                                                  Ptr& out_c, Centering& cen) {
+  in_c += dg * 3 * lin;
+  mat += static_cast<int64_t>(dg) * lout * lin;
+  out_c += dg * 4 * lout;
   if (CENTERED) {
-    cen.inv_fix += dp.x_off[dg];
-    cen.src_prod += dp.y_off[dg];
+    cen.inv_fix += dg * lin;
+    cen.src_prod += dg * lout;
   }
 }
 
 template <int KMAX, int VEC, int OUTS, bool FOLD, bool CENTERED>
 __global__ void __launch_bounds__(kThreads)
-    bconv_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, const BconvDigits dp,
-                 int n, int64_t x_stride, int64_t y_stride, int out_per_block,
+    bconv_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, int lin, int lout,
+                 int n, int64_t x_stride, int64_t y_stride, int digits, int out_per_block,
                  int fold_every, const uint32_t* __restrict__ in_c,
                  const uint32_t* __restrict__ mat, const uint32_t* __restrict__ out_c,
                  Centering cen) {
   static_assert(KMAX % 4 == 0, "table rows are read as 16-byte vectors");
   static_assert(!CENTERED || KMAX <= 16, "the fixed-point quotient sums at most 16 terms");
   extern __shared__ uint4 sm4[];
-  // blockIdx.y = batch entry * digits + conversion: conversion d has its own sizes and tables,
-  // reads input limbs from X_d and writes output limbs from Y_d (bconv_args.h)
-  const int digits = dp.count;
+  // blockIdx.y = batch entry * digits + conversion: conversion d has its own tables, reads
+  // input limbs from d * lin and writes output limbs from d * lout (bconv_args.h)
   const int dg = static_cast<int>(blockIdx.y % static_cast<unsigned>(digits));
   const int64_t b = blockIdx.y / static_cast<unsigned>(digits);
-  int lin, lout;
-  select_conversion<CENTERED>(dp, dg, n, lin, lout, x, y, in_c, mat, out_c, cen);
+  select_conversion<CENTERED>(dg, lin, lout, in_c, mat, out_c, cen);
+  x += static_cast<int64_t>(dg) * lin * n;
+  y += static_cast<int64_t>(dg) * lout * n;
   const int o0 = blockIdx.z * out_per_block;
   const int on = min(out_per_block, lout - o0);
-  if (on <= 0) return;  // a smaller conversion than the launch's largest: nothing here
   uint32_t* sT = reinterpret_cast<uint32_t*>(sm4);  // [on][KMAX], zero-padded
   uint4* sOut = sm4 + out_per_block * KMAX / 4;     // [on]: p, r32, r32_shoup, one_shoup
   // CENTERED: [on] Q mod p_i (FOLD) or p_i - Q mod p_i (no FOLD: added k times to the sum)
@@ -233,7 +226,7 @@ template <int KMAX, int VEC, bool CENTERED, int OUTS = 1>
 void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
             const uint32_t* x, uint32_t* y, const uint32_t* in_c, const uint32_t* mat,
             const uint32_t* out_c, const Centering& cen) {
-  const int n = static_cast<int>(s.in.n), lout = static_cast<int>(s.lout);
+  const int n = static_cast<int>(s.in.n), lin = static_cast<int>(s.lin), lout = static_cast<int>(s.lout);
   const int tiles = (n + kThreads * VEC - 1) / (kThreads * VEC);
   const int64_t blocks_xy = static_cast<int64_t>(tiles) * s.batch * s.digits;
   // split the output limbs over blockIdx.z until the grid has kBconvBlocksPerSm blocks per SM
@@ -256,8 +249,8 @@ void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
     const uint32_t* xs = x + b0 * s.in_stride() + s.offset * n;
     uint32_t* ys = y + b0 * s.out_stride();
     auto kernel = fold ? bconv_kernel<KMAX, VEC, OUTS, true, CENTERED> : bconv_kernel<KMAX, VEC, OUTS, false, CENTERED>;
-    kernel<<<grid, kThreads, smem, stream>>>(xs, ys, s.plan, n, s.in_stride(), s.out_stride(),
-                                             per_block, fold_every, in_c, mat, out_c, cen);
+    kernel<<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, s.in_stride(), s.out_stride(),
+                                             digits, per_block, fold_every, in_c, mat, out_c, cen);
   }
 }
 
@@ -308,20 +301,17 @@ __device__ __forceinline__ uint32_t montgomery_reduce(uint32_t lo, uint32_t hi, 
 // is odd.
 template <int R, bool CENTERED>
 __global__ void __launch_bounds__(kMmaMaxThreads, 2)
-    bconv_mma_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, const BconvDigits dp,
-                     int n, int64_t x_stride, int64_t y_stride, int out_per_block,
+    bconv_mma_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, int lin, int lout,
+                     int n, int64_t x_stride, int64_t y_stride, int digits, int out_per_block,
                      int iters, const uint32_t* __restrict__ in_c, const uint32_t* __restrict__ mat,
                      const uint32_t* __restrict__ out_c, Centering cen) {
   constexpr int KJ = 4 * R;
   extern __shared__ uint4 sm4[];
-  const int digits = dp.count;
   const int dg = static_cast<int>(blockIdx.y % static_cast<unsigned>(digits));
   const int64_t b = blockIdx.y / static_cast<unsigned>(digits);
-  int lin, lout;
-  select_conversion<CENTERED>(dp, dg, n, lin, lout, x, y, in_c, mat, out_c, cen);
+  select_conversion<CENTERED>(dg, lin, lout, in_c, mat, out_c, cen);
   const int o0 = blockIdx.z * out_per_block;
   const int on = min(out_per_block, lout - o0);
-  if (on <= 0) return;  // a smaller conversion than the launch's largest: nothing here
   const int groups = (on + 3) / 4;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int warps = blockDim.x / 32;
@@ -337,7 +327,7 @@ __global__ void __launch_bounds__(kMmaMaxThreads, 2)
   // during the table setup). A thread copies and later reads the same words: those of input
   // j = 4 r + t at coefficients n0 + 32 h + 4 g + 0..3, in slot (g + 2 j) % 8 of row (h, j), so
   // that the 8 lanes of each quarter-warp hit 8 different 16-byte bank groups.
-  const uint32_t* xb = x + b * x_stride + 4 * g;
+  const uint32_t* xb = x + b * x_stride + static_cast<int64_t>(dg) * lin * n + 4 * g;
   auto stage_in = [&](int it) {
     const int n0 = ((blockIdx.x * iters + it) * warps + warp) * kWarpCoeffs;
     if (it >= iters || n0 >= n) return;
@@ -402,7 +392,7 @@ __global__ void __launch_bounds__(kMmaMaxThreads, 2)
     iws[r] = ok ? __ldg(in_c + 2 * lin + j) : 0u;
     ifx[r] = CENTERED && ok ? __ldg(cen.inv_fix + j) : 0u;
   }
-  uint32_t* yb = y + b * y_stride + (static_cast<int64_t>(o0) + t) * n + 4 * g;
+  uint32_t* yb = y + b * y_stride + (static_cast<int64_t>(dg) * lout + o0 + t) * n + 4 * g;
 
   for (int it = 0; it < iters; ++it) {
     const int n0 = ((blockIdx.x * iters + it) * warps + warp) * kWarpCoeffs;
@@ -542,8 +532,8 @@ void launch_mma(cudaStream_t stream, const BconvShape& s, const uint32_t* x, uin
     const int64_t nb = std::min<int64_t>(max_batch, s.batch - b0);
     dim3 grid(bx, static_cast<unsigned>(nb * digits), splits);
     kernel<<<grid, 32 * warps, smem, stream>>>(
-        x + b0 * s.in_stride() + s.offset * n, y + b0 * s.out_stride(), s.plan, n, s.in_stride(),
-        s.out_stride(), 4 * gpb, iters, in_c, mat, out_c, cen);
+        x + b0 * s.in_stride() + s.offset * n, y + b0 * s.out_stride(), lin, lout, n, s.in_stride(),
+        s.out_stride(), digits, 4 * gpb, iters, in_c, mat, out_c, cen);
   }
 }
 
@@ -616,13 +606,12 @@ ffi::Error BconvCenteredCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                                  ffi::Buffer<ffi::U32> out_consts, ffi::Buffer<ffi::U32> inv_fix,
                                  ffi::Buffer<ffi::U32> src_prod, ffi::ResultBuffer<ffi::U32> y,
                                  int64_t fold_every, int64_t fix_bits, int64_t limb_offset,
-                                 int64_t digits, ffi::Span<const int64_t> digit_lin,
-                                 ffi::Span<const int64_t> digit_lout) {
+                                 int64_t digits) {
   BconvShape s;
   if (auto e = check_bconv_centered_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
                                          out_consts.dimensions(), inv_fix.dimensions(),
                                          src_prod.dimensions(), y->dimensions(), fold_every,
-                                         fix_bits, limb_offset, digits, digit_lin, digit_lout, &s);
+                                         fix_bits, limb_offset, digits, &s);
       e.failure())
     return e;
   return run_bconv<true>(stream, s, fold_every, x.typed_data(), y->typed_data(),
@@ -647,18 +636,16 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCenteredCuda, BconvCenteredCudaImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::PlatformStream<cudaStream_t>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()  // x [..., Lin, N]
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // in_consts: [3, Lin_d] blocks
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // mat: [Lout_d, Lin_d] blocks
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // out_consts: [4, Lout_d] blocks
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // inv_fix: [Lin_d] blocks
-                                  .Arg<ffi::Buffer<ffi::U32>>()  // src_prod: [Lout_d] blocks
-                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., sum Lout_d, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // in_consts [D * 3, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // mat [D * Lout, Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // out_consts [D * 4, Lout]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // inv_fix [D * Lin]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [D * Lout]
+                                  .Ret<ffi::Buffer<ffi::U32>>()  // y [..., D * Lout, N]
                                   .Attr<int64_t>("fold_every")
                                   .Attr<int64_t>("fix_bits")
                                   .Attr<int64_t>("limb_offset")
-                                  .Attr<int64_t>("digits")
-                                  .Attr<ffi::Span<const int64_t>>("digit_lin")
-                                  .Attr<ffi::Span<const int64_t>>("digit_lout"),
+                                  .Attr<int64_t>("digits"),
                               {ffi::Traits::kCmdBufferCompatible});
 
 }  // namespace jax_fhe

@@ -30,11 +30,6 @@
 // Attributes: source int32[D * R], key_poly int32[D * R], key_part (int64), moduli int64[R]
 // (p_j < 2^31), and for the ModDown variant scale int64[R] (scale_j < p_j).
 //
-// Several keys (jax_fhe_key_inner_product, attribute key_count = G > 1; the hoisted rotations of
-// a BSGS baby step): the remaining arguments start with G - 1 more keys shaped like `key` (one
-// entry each), and output entry b = e * G + g uses key g and the x / conv entry e (or their
-// single entry): one launch reads x and the conversions for G key products.
-//
 // The ModDown-NTT variant (jax_fhe_key_inner_product_mod_down_ntt) takes sub in the
 // coefficient domain and transforms it on the way, fused with the store on the GPU:
 //
@@ -68,8 +63,6 @@
 namespace jax_fhe {
 
 constexpr int kKeyProductMaxDigits = 8;
-// Keys of one call of jax_fhe_key_inner_product (key_count; hoisted rotations' baby steps).
-constexpr int kKeyProductMaxKeys = 16;
 // Rows per launch: the plan below travels as a kernel parameter (by value, under 4 KB).
 constexpr int kKeyProductRowsPerLaunch = 64;
 
@@ -90,15 +83,11 @@ struct KeyProductPlan {
   int32_t conv_batched[kKeyProductMaxDigits];  // 0: one entry serves every batch entry
   int32_t rows;     // rows in this launch
   int32_t row0;     // first output row of this launch
-  // key_count G > 1: output entry b uses keys[b % G] and the x / conv entry b / G
-  const uint32_t* keys[kKeyProductMaxKeys];
-  int32_t key_count;
 };
 
 // Shapes of one call, checked against each other and the attributes.
 struct KeyProductShape {
   int64_t batch = 0, n = 0, lx = 0, rows = 0, digits = 0;  // batch: the output's
-  int64_t key_count = 1;  // G: key operands (output entries b * G + g use key g)
   int64_t key_polys = 0, key_part = 0;  // key_polys: K, per batch entry of the key
   bool x_batched = true, sub_batched = true, key_batched = false;
   std::vector<int64_t> conv_rows;
@@ -112,7 +101,6 @@ struct KeyProductCall {
   KeyProductShape s;
   std::vector<KeyProductRow> rows;
   std::vector<const uint32_t*> conv;
-  std::vector<const uint32_t*> keys;  // key_count > 1: the G key operands
   PolyShape ps;
   int64_t table_rows = 0;
 };
@@ -137,8 +125,7 @@ inline ffi::Error check_key_product_args(
     const std::vector<ffi::AnyBuffer::Dimensions>& convs, const ffi::AnyBuffer::Dimensions* sub,
     const ffi::AnyBuffer::Dimensions& out, ffi::Span<const int32_t> source,
     ffi::Span<const int32_t> key_poly, int64_t key_part, ffi::Span<const int64_t> moduli,
-    ffi::Span<const int64_t> scale, KeyProductShape* s, std::vector<KeyProductRow>* rows,
-    int64_t key_count = 1) {
+    ffi::Span<const int64_t> scale, KeyProductShape* s, std::vector<KeyProductRow>* rows) {
   PolyShape xs;
   if (auto e = decode_poly_shape(x, "key_inner_product x", &xs); e.failure()) return e;
   s->n = xs.n;
@@ -147,18 +134,12 @@ inline ffi::Error check_key_product_args(
     return key_product_error("the output must be [B..., 2, R, N]");
   s->rows = out[out.size() - 2];
   if (auto e = key_product_batch(out, 3, "out", &s->batch); e.failure()) return e;
-  if (key_count < 1 || key_count > kKeyProductMaxKeys || s->batch % key_count != 0)
-    return key_product_error("key_count must be in [1, " + std::to_string(kKeyProductMaxKeys) +
-                             "] and divide the output's batch entries");
-  s->key_count = key_count;
-  // a data operand's batch entries: the output's (one per key: batch / key_count), or one shared
-  // by all
-  const int64_t per = s->batch / key_count;
+  // a data operand's batch entries: the output's, or one shared by all
   auto batched = [&](int64_t b, const std::string& what, bool* flag) {
-    *flag = b == per;
-    if (b == per || b == 1) return ffi::Error::Success();
+    *flag = b == s->batch;
+    if (b == s->batch || b == 1) return ffi::Error::Success();
     return key_product_error(what + " has " + std::to_string(b) + " batch entries, the output " +
-                             std::to_string(s->batch) + (key_count > 1 ? " over " + std::to_string(key_count) + " keys" : ""));
+                             std::to_string(s->batch));
   };
   int64_t xb = 0;
   if (auto e = key_product_batch(x, 2, "x", &xb); e.failure()) return e;
@@ -194,7 +175,6 @@ inline ffi::Error check_key_product_args(
         (*sub)[sub->size() - 3] != 2)
       return key_product_error("sub must be [B..., 2, R, N] like the output");
     if (auto e = key_product_batch(*sub, 3, "sub", &b); e.failure()) return e;
-    if (key_count != 1) return key_product_error("several keys take no sub");
     if (auto e = batched(b, "sub", &s->sub_batched); e.failure()) return e;
   }
   if (key.size() < 2 || key[key.size() - 1] != s->n)
@@ -202,9 +182,8 @@ inline ffi::Error check_key_product_args(
   s->key_polys = key[key.size() - 2];
   int64_t kb = 0;
   if (auto e = key_product_batch(key, 2, "key", &kb); e.failure()) return e;
-  if (key_count > 1 && kb != 1) return key_product_error("with several keys each key is one entry");
   if (auto e = batched(kb, "the key", &s->key_batched); e.failure()) return e;
-  if (s->batch == 1 || key_count > 1) s->key_batched = false;
+  if (s->batch == 1) s->key_batched = false;
   s->key_part = key_part;
   const int64_t R = s->rows, D = s->digits;
   if (static_cast<int64_t>(source.size()) != D * R || static_cast<int64_t>(key_poly.size()) != D * R)
@@ -253,30 +232,11 @@ inline ffi::Error decode_key_product_args(
     const ffi::Buffer<ffi::U32>* sub, const ffi::RemainingArgs& convs,
     const ffi::AnyBuffer::Dimensions& out, ffi::Span<const int32_t> source,
     ffi::Span<const int32_t> key_poly, int64_t key_part, ffi::Span<const int64_t> moduli,
-    ffi::Span<const int64_t> scale, KeyProductCall* c, int64_t key_count = 1) {
+    ffi::Span<const int64_t> scale, KeyProductCall* c) {
   std::vector<ffi::AnyBuffer::Dimensions> conv_dims;
   std::vector<const uint32_t*>* conv_ptr = &c->conv;
   conv_ptr->clear();
-  // key_count > 1: the remaining arguments start with the other key_count - 1 keys, each shaped
-  // like `key`
-  c->keys.clear();
-  if (key_count > 1) {
-    if (key_count > kKeyProductMaxKeys || static_cast<int64_t>(convs.size()) < key_count)
-      return key_product_error("key_count must be in [1, " + std::to_string(kKeyProductMaxKeys) +
-                               "] with that many key operands");
-    c->keys.push_back(key.typed_data());
-    for (int64_t i = 0; i + 1 < key_count; ++i) {
-      auto k = convs.get<ffi::Buffer<ffi::U32>>(static_cast<size_t>(i));
-      if (k.has_error()) return key_product_error("key operands must be uint32 arrays");
-      const auto& kd = k->dimensions();
-      const auto& k0 = key.dimensions();
-      bool same = kd.size() == k0.size();
-      for (size_t a = 0; same && a < kd.size(); ++a) same = kd[a] == k0[a];
-      if (!same) return key_product_error("every key operand must have the first key's shape");
-      c->keys.push_back(k->typed_data());
-    }
-  }
-  for (size_t i = static_cast<size_t>(key_count > 1 ? key_count - 1 : 0); i < convs.size(); ++i) {
+  for (size_t i = 0; i < convs.size(); ++i) {
     auto c = convs.get<ffi::Buffer<ffi::U32>>(i);
     if (c.has_error()) return key_product_error("conv operands must be uint32 arrays");
     conv_dims.push_back(c->dimensions());
@@ -285,7 +245,7 @@ inline ffi::Error decode_key_product_args(
   const ffi::AnyBuffer::Dimensions sub_dims = sub ? sub->dimensions() : ffi::AnyBuffer::Dimensions();
   if (auto e = check_key_product_args(x.dimensions(), key.dimensions(), conv_dims,
                                       sub ? &sub_dims : nullptr, out, source, key_poly,
-                                      key_part, moduli, scale, &c->s, &c->rows, key_count);
+                                      key_part, moduli, scale, &c->s, &c->rows);
       e.failure())
     return e;
   // one stacked conversion: every digit reads it (the kernels then index conv[i] per digit)
@@ -355,8 +315,6 @@ inline KeyProductPlan key_product_plan(const KeyProductCall& c, ffi::Span<const 
     }
   }
   for (int j = 0; j < plan.rows; ++j) plan.row[j] = c.rows[row0 + j];
-  plan.key_count = static_cast<int32_t>(s.key_count);
-  for (size_t g = 0; g < c.keys.size(); ++g) plan.keys[g] = c.keys[g];
   return plan;
 }
 
@@ -375,12 +333,10 @@ auto bind_key_product_tail(Binding b) {
       .template Attr<ffi::Span<const int64_t>>("moduli");
 }
 
-// jax_fhe_key_inner_product: attribute key_count (G >= 1; the remaining arguments start with
-// the other G - 1 keys)
+// jax_fhe_key_inner_product
 template <typename Binding>
 auto bind_key_product(Binding b) {
-  return bind_key_product_tail(std::move(b).template Arg<ffi::Buffer<ffi::U32>>().template Arg<ffi::Buffer<ffi::U32>>())
-      .template Attr<int64_t>("key_count");
+  return bind_key_product_tail(std::move(b).template Arg<ffi::Buffer<ffi::U32>>().template Arg<ffi::Buffer<ffi::U32>>());
 }
 
 // jax_fhe_key_inner_product_mod_down: sub [B..., 2, R, N]; attribute scale

@@ -18,18 +18,17 @@ void key_product_cpu(const KeyProductCall& c, const uint32_t* xp, const uint32_t
                      const uint32_t* subp, uint32_t* yp, ffi::Span<const int32_t> source,
                      ffi::Span<const int32_t> key_poly) {
   const KeyProductShape& s = c.s;
-  const int64_t n = s.n, R = s.rows, D = s.digits, G = s.key_count;
+  const int64_t n = s.n, R = s.rows, D = s.digits;
   parallel_for(s.batch * R, n * D * 2, [&](int64_t item) {
-    const int64_t b = item / R, j = item % R, e = b / G;  // e: the x / conv entry
+    const int64_t b = item / R, j = item % R;
     const KeyProductRow& r = c.rows[j];
     const Reduce64 red{r.p, r.r32, r.r32_shoup, r.one_shoup};
     std::vector<const uint32_t*> src(D), k0(D), k1(D);
     for (int64_t i = 0; i < D; ++i) {
       const int64_t sidx = source[i * R + j];
-      src[i] = sidx < s.lx ? xp + ((s.x_batched ? e : 0) * s.lx + sidx) * n
-                           : c.conv[i] + ((s.conv_batched[i] ? e : 0) * s.conv_rows[i] + sidx - s.lx) * n;
-      const uint32_t* kb = G > 1 ? c.keys[b % G] : kp + (s.key_batched ? b : 0) * s.key_polys * n;
-      k0[i] = kb + static_cast<int64_t>(key_poly[i * R + j]) * n;
+      src[i] = sidx < s.lx ? xp + ((s.x_batched ? b : 0) * s.lx + sidx) * n
+                           : c.conv[i] + ((s.conv_batched[i] ? b : 0) * s.conv_rows[i] + sidx - s.lx) * n;
+      k0[i] = kp + ((s.key_batched ? b : 0) * s.key_polys + key_poly[i * R + j]) * n;
       k1[i] = k0[i] + s.key_part * n;
     }
     for (int part = 0; part < 2; ++part) {
@@ -53,10 +52,10 @@ void key_product_cpu(const KeyProductCall& c, const uint32_t* xp, const uint32_t
 ffi::Error KeyProductCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> key,
                              ffi::RemainingArgs convs, ffi::ResultBuffer<ffi::U32> out,
                              ffi::Span<const int32_t> source, ffi::Span<const int32_t> key_poly,
-                             int64_t key_part, ffi::Span<const int64_t> moduli, int64_t key_count) {
+                             int64_t key_part, ffi::Span<const int64_t> moduli) {
   KeyProductCall c;
   if (auto e = decode_key_product_args(x, key, nullptr, convs, out->dimensions(), source, key_poly,
-                                       key_part, moduli, {}, &c, key_count);
+                                       key_part, moduli, {}, &c);
       e.failure())
     return e;
   key_product_cpu(c, x.typed_data(), key.typed_data(), nullptr, out->typed_data(), source, key_poly);

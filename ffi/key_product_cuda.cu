@@ -70,13 +70,10 @@ __global__ void __launch_bounds__(256)
   uint32_t k[D][2][kVec];
   const uint32_t* src[D];
   int64_t src_stride[D];  // words between batch entries
-  // several keys (plan.key_count = G > 1): entry b uses keys[b % G] and the x / conv entry b / G
-  const int G = plan.key_count > 1 ? plan.key_count : 1;
   auto load_key = [&](int64_t b) {
-    const uint32_t* kb = G > 1 ? plan.keys[b % G] : key + b * key_stride;
 #pragma unroll
     for (int i = 0; i < D; ++i) {
-      const uint32_t* kp = kb + static_cast<int64_t>(plan.key_poly[i][j]) * n + t0;
+      const uint32_t* kp = key + b * key_stride + static_cast<int64_t>(plan.key_poly[i][j]) * n + t0;
       load4(kp, k[i][0]);
       load4(kp + key_part * n, k[i][1]);
     }
@@ -95,13 +92,12 @@ __global__ void __launch_bounds__(256)
   }
   const int64_t row = plan.row0 + j;
   for (int64_t b = 0; b < batch; ++b) {
-    if ((key_stride != 0 || G > 1) && b > 0) load_key(b);
-    const int64_t be = b / G;  // the x / conv entry
+    if (key_stride != 0 && b > 0) load_key(b);
     uint64_t acc[2][kVec] = {};
 #pragma unroll
     for (int i = 0; i < D; ++i) {
       uint32_t e[kVec];
-      load4(src[i] + be * src_stride[i], e);
+      load4(src[i] + b * src_stride[i], e);
       if (i > 0 && i % 4 == 0) {
 #pragma unroll
         for (int c = 0; c < 2; ++c)
@@ -342,10 +338,10 @@ ffi::Error KeyProductCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                               ffi::Buffer<ffi::U32> key, ffi::RemainingArgs convs,
                               ffi::ResultBuffer<ffi::U32> out, ffi::Span<const int32_t> source,
                               ffi::Span<const int32_t> key_poly, int64_t key_part,
-                              ffi::Span<const int64_t> moduli, int64_t key_count) {
+                              ffi::Span<const int64_t> moduli) {
   KeyProductCall c;
   if (auto e = decode_key_product_args(x, key, nullptr, convs, out->dimensions(), source, key_poly,
-                                       key_part, moduli, {}, &c, key_count);
+                                       key_part, moduli, {}, &c);
       e.failure())
     return e;
   launch_key_product(stream, c, x.typed_data(), key.typed_data(), nullptr, out->typed_data(),

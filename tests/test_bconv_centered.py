@@ -165,14 +165,11 @@ def test_limb_offset_reads_in_place(offset, device, put, rng, monkeypatch):
                   limb_offset=7).block_until_ready()
 
 
-def _raw_call(x, t, inv_fix, src_prod, lout, fix_bits, limb_offset=0, digits=1, digit_lin=None, digit_lout=None):
+def _raw_call(x, t, inv_fix, src_prod, lout, fix_bits, limb_offset=0, digits=1):
     out = jax.ShapeDtypeStruct(x.shape[:-2] + (lout, x.shape[-1]), jnp.uint32)
-    digit_lin = [len(t.src)] * max(digits, 1) if digit_lin is None else digit_lin
-    digit_lout = [lout // max(digits, 1)] * max(digits, 1) if digit_lout is None else digit_lout
     return jax.ffi.ffi_call("jax_fhe_bconv_centered", out)(
         x, t.in_consts, t.mat, t.out_consts, inv_fix, src_prod, fold_every=t.fold_every,
-        fix_bits=fix_bits, limb_offset=limb_offset, digits=digits,
-        digit_lin=np.asarray(digit_lin, np.int64), digit_lout=np.asarray(digit_lout, np.int64))
+        fix_bits=fix_bits, limb_offset=limb_offset, digits=digits)
 
 
 def test_kernel_argument_checks(device, put, rng):
@@ -262,55 +259,20 @@ def test_stacked_equals_each_conversion(kind, lin, digits, offset, device, put, 
     np.testing.assert_array_equal(np.asarray(f(x)), want)
     with pytest.raises(ValueError, match="are not all in the input's"):
         ops.bconv_centered_stacked(x, stacked, limb_offset=len(wide) - digits * lin + 1)
-    # the handler's own checks: the digit count, and tables that do not hold every conversion
-    with pytest.raises(Exception, match=r"digits must be in \[1, 16\]"):
+    # the handler's own checks: a table count that is not a multiple of the digits
+    with pytest.raises(Exception, match=r"digits must be in \[1, 64\]"):
         _raw_call(x, convs[0].table, convs[0].quotient.inv_fix, convs[0].src_prod, 5,
-                  convs[0].quotient.fix_bits, digits=0, digit_lin=[], digit_lout=[]).block_until_ready()
-    with pytest.raises(Exception, match=r"bconv input constants: expected"):
-        _raw_call(x, convs[0].table, convs[0].quotient.inv_fix, convs[0].src_prod, 10,
-                  convs[0].quotient.fix_bits, digits=2).block_until_ready()
-
-
-@pytest.mark.parametrize("kind,sizes,offset", [("30bit", (3, 5, 5, 2), 0), ("31bit", (12, 12, 12, 11), 1),
-                                               ("25bit", (1, 4), 2), ("30bit", (8, 12, 3), 0)])
-def test_stacked_digits_of_different_sizes(kind, sizes, offset, device, put, rng):
-    """Stacked conversions whose sizes differ (a level's cut first and last digits): each reads
-    its own limbs and writes its own output block (per-conversion limb counts, ffi/bconv_args.h),
-    bit for bit each conversion alone; also under jit and vmap, and through the handler directly
-    with an output count that does not add up."""
-    total = sum(sizes)
-    src, dst = _primes(kind, total, 3)
-    primes = src + dst
-    pad = [int(q) for q in rns.ntt_primes(29, 3, N, exclude=primes)]
-    wide = pad[:offset] + src + pad[offset:]
-    convs, start = [], 0
-    for size in sizes:
-        own = list(range(start, start + size))
-        convs.append(put(rns.make_exact_conv(primes, own, [r for r in range(len(primes)) if r not in own])))
-        start += size
-    stacked = put(ops.stack_centered([c.table for c in convs], [c.quotient for c in convs],
-                                     [c.src_prod for c in convs]))
-    assert stacked.digit_lin == sizes and stacked.digit_lout == tuple(len(primes) - d for d in sizes)
-    x = put(jnp.asarray(random_residues(rng, wide, N, batch=(2,))))
-    starts = np.cumsum((0,) + sizes[:-1])
-    want = np.concatenate([np.asarray(bconv_centered(x, c.table, c.quotient, c.src_prod, limb_offset=offset + int(a)))
-                           for a, c in zip(starts, convs)], axis=-2)
-    got = ops.bconv_centered_stacked(x, stacked, limb_offset=offset)
-    assert got.shape == (2, len(sizes) * len(primes) - total, N)
-    np.testing.assert_array_equal(np.asarray(got), want)
-    f = jax.jit(jax.vmap(lambda v: ops.bconv_centered_stacked(v, stacked, limb_offset=offset)))
-    np.testing.assert_array_equal(np.asarray(f(x)), want)
-    out = jax.ShapeDtypeStruct(x.shape[:-2] + (want.shape[-2] - 1, N), jnp.uint32)
-    with pytest.raises(Exception, match="the output must have"):
-        jax.ffi.ffi_call("jax_fhe_bconv_centered", out)(
-            x, stacked.in_consts, stacked.mat, stacked.out_consts, stacked.inv_fix, stacked.src_prod,
-            fold_every=stacked.fold_every, fix_bits=stacked.fix_bits, limb_offset=offset, digits=len(sizes),
-            digit_lin=np.asarray(sizes, np.int64),
-            digit_lout=np.asarray(stacked.digit_lout, np.int64)).block_until_ready()
+                  convs[0].quotient.fix_bits, digits=0).block_until_ready()
+    with pytest.raises(Exception, match=r"input constants must be \[digits, 3, Lin\]"):
+        _raw_call(x, convs[0].table, convs[0].quotient.inv_fix, convs[0].src_prod, 5,
+                  convs[0].quotient.fix_bits, digits=5).block_until_ready()
 
 
 def test_stack_centered_rejects_mismatched_tables():
     _, _, a = _conv("30bit", 3, 5)
+    _, _, b = _conv("30bit", 4, 5)
+    with pytest.raises(ValueError, match="same numbers of limbs"):
+        ops.stack_centered([a.table, b.table], [a.quotient, b.quotient], [a.src_prod, b.src_prod])
     _, _, c = _conv("mixed", 3, 5)  # a 25-bit source prime: another fix_bits
     with pytest.raises(ValueError, match="differ in fix_bits"):
         ops.stack_centered([a.table, c.table], [a.quotient, c.quotient], [a.src_prod, c.src_prod])

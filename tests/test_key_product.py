@@ -235,39 +235,3 @@ def test_one_stacked_conversion_for_every_digit(device, put):
     bad[0, 0] = lx + stacked.shape[-2]
     with pytest.raises(Exception, match="source.*out of range"):
         jax.block_until_ready(ops.digit_key_product(xd, [put(jnp.asarray(stacked))], kd, source=bad, **kw))
-
-
-@pytest.mark.parametrize("digits, rows, keys, x_batch", [(3, 12, 2, 2), (6, 5, 16, 1), (2, 70, 3, 1)])
-def test_several_keys_in_one_launch(digits, rows, keys, x_batch, device, put, rng):
-    """key = a list of G keys (the hoisted baby steps): out[..., g, :, :, :] is the product under
-    key g, against the Python-integer reference; x and the conversions are read for every key
-    (a shared single entry, or per batch entry); jit and vmap agree; G = 16 is the most."""
-    primes, x, convs, key, source, key_poly, key_part = _case(rng, digits, rows, batch=x_batch)
-    ks = [random_residues(rng, [max(primes)] * key.shape[0], N) for _ in range(keys)]
-    ks[0] = key
-    args = dict(source=source, key_poly=key_poly, key_part=key_part, moduli=primes)
-    xs, cs, kd = put(jnp.asarray(x)), [put(jnp.asarray(c)) for c in convs], [put(jnp.asarray(k)) for k in ks]
-    y = np.asarray(ops.digit_key_product(xs, cs, kd, **args))
-    assert y.shape == (x_batch, keys, 2, rows, N)
-    cols = sorted({0, 1, N - 1, *rng.integers(0, N, 6).tolist()})
-    for g in (0, keys - 1):
-        want = _reference(x, convs, ks[g], source, key_poly, key_part, primes, cols)
-        np.testing.assert_array_equal(y[:, g][..., cols], want)
-    for g in range(keys):  # every key: the single-key launch, bit for bit
-        np.testing.assert_array_equal(y[:, g], np.asarray(ops.digit_key_product(xs, cs, kd[g], **args)))
-    f = jax.jit(jax.vmap(lambda v, *c: ops.digit_key_product(v, list(c), kd, **args)))
-    np.testing.assert_array_equal(np.asarray(f(xs, *cs)), y)
-
-
-def test_several_keys_bad_inputs():
-    rng = np.random.default_rng(3)
-    primes, x, convs, key, source, key_poly, key_part = _case(rng, 2, 4)
-    args = dict(source=source, key_poly=key_poly, key_part=key_part, moduli=primes)
-    x, convs, key = jnp.asarray(x), [jnp.asarray(c) for c in convs], jnp.asarray(key)
-    with pytest.raises(ValueError, match="1 to 16 keys"):
-        ops.digit_key_product(x, convs, [key] * 17, **args)
-    with pytest.raises(ValueError, match="all of one shape"):
-        ops.digit_key_product(x, convs, [key, key[:-1]], **args)
-    with pytest.raises(ValueError, match="no sub or intt"):
-        ops.digit_key_product(x, convs, [key, key], sub=jnp.zeros((2, 2, 4, N), jnp.uint32), scale=[1] * 4,
-                              **args)

@@ -21,15 +21,12 @@ once, and the result is at level l - 1 with the input's scale label s unchanged.
 transform consumes exactly one level.
 
 **Double hoisting** (Bossuat et al., EUROCRYPT 2021; Cheddar's default). The baby rotations
-never leave the extended basis QP of key switching (and run batched: up to 16 baby steps share
-one key-product launch, ``keyswitch.product_extended_keys``, and one automorphism launch that
-also adds P c0):
+never leave the extended basis QP of key switching:
 c1 is decomposed once, each baby step is the key product *without* ModDown
 (:func:`jax_fhe.rlwe.keyswitch.product_extended`) plus P c0, permuted by its automorphism; the
 diagonals, encoded on the special rows too, multiply them there; each giant sum's c1 is
 brought down once (ModDown), switched and permuted back into QP; one ModDown of the total
-ends the transform (with the rescale that follows it: one division by P rho_l,
-``ckks.rescale_data(..., extended=True)``). Per baby step this saves ModDown's inverse NTT, conversion and forward NTT
+ends the transform. Per baby step this saves ModDown's inverse NTT, conversion and forward NTT
 (n16-boot bootstrap on an H100: 31.3 ms against 32.5 with every rotation switched back at once).
 
 **Plans are pytrees.** :class:`LinearTransform` holds the encoded diagonals as one device array
@@ -54,7 +51,6 @@ __all__ = ["LinearTransform", "apply_diagonals", "bsgs_split", "compose",
            "rotation_steps"]
 
 _ENCODE_CHUNK = 8
-_BATCH = 16  # baby steps per key-product and automorphism launch (their kernels' limit)
 
 
 # -- host helpers: diagonal form -------------------------------------------------------------------
@@ -255,14 +251,6 @@ def double_hoisted(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: E
     """M ct before the rescale (at lt.level, scale ct.scale * lt.scale), double-hoisted (module
     doc): every baby rotation and product stays in the extended basis; one ModDown per giant
     step's c1, one for the total."""
-    total = _double_hoisted_extended(ct, lt, ctx, evk)
-    data = keyswitch.mod_down(total, ctx.ring, ctx.keyswitch_tables(lt.level))
-    return ct.replace(data=data, scale=ct.scale * lt.scale)
-
-
-def _double_hoisted_extended(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: EvalKeys) -> jax.Array:
-    """P M ct over the extended basis (uint32[..., 2, L + alpha_p, N]): :func:`double_hoisted`
-    before its last ModDown."""
     p = ctx.params
     ring, tables = ctx.ring, ctx.keyswitch_tables(lt.level)
     ext = keyswitch.extended_rows(tables)
@@ -270,15 +258,13 @@ def _double_hoisted_extended(ct: Ciphertext, lt: LinearTransform, ctx: CKKSConte
     dec = keyswitch.decompose(c1, ring, tables)
     pc0 = keyswitch.lift_extended(c0, ring, tables)
     rots = {}
-    if 0 in lt.baby_steps:
-        rots[0] = jnp.stack([pc0, keyswitch.lift_extended(c1, ring, tables)], axis=-3)
-    babies = [b for b in lt.baby_steps if b]
-    for i0 in range(0, len(babies), _BATCH):     # rot_b(ct) * P in QP: (P c0 + u0, u1), permuted
-        bs = babies[i0:i0 + _BATCH]              # up to 16 baby steps: one key product, one permutation
-        u = keyswitch.product_extended_keys(c1, dec, [_rotation_key(evk, b) for b in bs], ring, tables)
-        moved = ops.automorphism_ntt(u, [ops.galois_element(b, p.n) for b in bs], add=pc0, ctx=ring, rows=ext)
-        for j, b in enumerate(bs):
-            rots[b] = moved[..., j, :, :, :]
+    for b in lt.baby_steps:                      # rot_b(ct) * P in QP: (P c0 + u0, u1), permuted
+        if b == 0:
+            rots[0] = jnp.stack([pc0, keyswitch.lift_extended(c1, ring, tables)], axis=-3)
+            continue
+        u = keyswitch.product_extended(c1, dec, _rotation_key(evk, b), ring, tables)
+        u = jnp.stack([ops.add_mod(u[..., 0, :, :], pc0, ring, ext), u[..., 1, :, :]], axis=-3)
+        rots[b] = ops.automorphism_ntt(u, ops.galois_element(b, p.n))
     total = None
     for g, entries in lt.giants:
         acc = None
@@ -291,9 +277,12 @@ def _double_hoisted_extended(ct: Ciphertext, lt: LinearTransform, ctx: CKKSConte
             y = keyswitch.mod_down(acc[..., 1, :, :], ring, tables)
             u = keyswitch.product_extended(y, keyswitch.decompose(y, ring, tables), _rotation_key(evk, g),
                                            ring, tables)
-            acc = ops.automorphism_ntt(u, ops.galois_element(g, p.n), add=acc[..., 0, :, :], ctx=ring, rows=ext)
+            u = jnp.stack([ops.add_mod(u[..., 0, :, :], acc[..., 0, :, :], ring, ext), u[..., 1, :, :]],
+                          axis=-3)
+            acc = ops.automorphism_ntt(u, ops.galois_element(g, p.n))
         total = acc if total is None else ops.add_mod(total, acc, ring, ext)
-    return total
+    data = keyswitch.mod_down(total, ring, tables)
+    return ct.replace(data=data, scale=ct.scale * lt.scale)
 
 
 def linear_transform(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: EvalKeys, *,
@@ -323,11 +312,10 @@ def linear_transform(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk:
         ct = dataclasses.replace(ct, slots=lt.slots)
     if ct.level > lt.level:
         ct = ckks.level_down(ct, ctx, lt.level)
+    acc = double_hoisted(ct, lt, ctx, evk)
     if not rescale:
-        return double_hoisted(ct, lt, ctx, evk)
-    # the total's ModDown and the rescale in one division by P rho
-    total = _double_hoisted_extended(ct, lt, ctx, evk)
-    scale = ct.scale * lt.scale / float(lt.params.ratio(lt.level))
+        return acc
+    out = ckks.rescale(acc, ctx)
     if lt.scale == float(lt.params.ratio(lt.level)):  # the label is unchanged (to rounding)
-        scale = ct.scale
-    return ct.replace(data=ckks.rescale_data(total, ctx, lt.level, extended=True), level=lt.level - 1, scale=scale)
+        out = dataclasses.replace(out, scale=ct.scale)
+    return out

@@ -10,7 +10,7 @@ evaluator function is pure and works under ``jax.jit`` and ``jax.vmap``. Rescali
 from .context import CKKSContext, RescaleTables, make_context
 from .encoder import decode, encode, encode_extended
 from .encryption import decrypt, encrypt
-from .evaluator import add, level_down, mul, mul_i, neg, relinearize, rescale, rescale_data, scales_match, sub
+from .evaluator import add, level_down, mul, mul_i, neg, relinearize, rescale, scales_match, sub
 from .keys import (EvalKeys, KeySet, PublicKey, SecretKey, gen_galois_key, gen_public_key,
                    gen_relin_key, gen_rotation_keys, gen_secret_key, gen_switching_key, keygen)
 from .modraise import ModRaiseTables, make_mod_raise_tables, mod_raise, switch_key
@@ -28,6 +28,6 @@ __all__ = [
     "gen_galois_key", "gen_public_key", "gen_relin_key", "gen_rotation_keys", "gen_secret_key",
     "gen_switching_key", "relinearize", "ModRaiseTables", "make_mod_raise_tables", "mod_raise", "switch_key",
     "keygen", "level_down", "make_context", "mul", "mul_i", "neg", "precision", "preset",
-    "rescale", "rescale_data", "rotate", "rotate_hoisted", "scales_match", "sub", "toy_boot_n12", "toy_n11_single",
+    "rescale", "rotate", "rotate_hoisted", "scales_match", "sub", "toy_boot_n12", "toy_n11_single",
     "toy_n12", "toy_n12_klss",
 ]

@@ -70,9 +70,6 @@ class CKKSContext:
                ``params.keyswitch``, or per level for "auto": :func:`jax_fhe.rlwe.keyswitch.level_method`;
                :class:`jax_fhe.rlwe.HybridTables` for "hybrid", :class:`jax_fhe.rlwe.KLSSTables`
                for "klss").
-    divide:    per level l: :class:`jax_fhe.rlwe.keyswitch.DivideTables` (ModDown by P and the
-               rescale l -> l - 1 in one division), or None (level 0, or where one conversion
-               cannot do it: then ModDown and rescale run one after the other).
     Static: ``params``.
     """
 
@@ -80,7 +77,6 @@ class CKKSContext:
     imag: jax.Array
     rescale: tuple
     keyswitch: tuple
-    divide: tuple
     params: CKKSParams = static_field()
 
     def __repr__(self) -> str:
@@ -106,18 +102,11 @@ class CKKSContext:
         for l in keep:
             self.params.check_level(l)
         pick = lambda tabs: tuple(t if l in keep else None for l, t in enumerate(tabs))  # noqa: E731
-        return dataclasses.replace(self, rescale=pick(self.rescale), keyswitch=pick(self.keyswitch),
-                                   divide=pick(self.divide))
+        return dataclasses.replace(self, rescale=pick(self.rescale), keyswitch=pick(self.keyswitch))
 
     def rescale_tables(self, level: int) -> RescaleTables:
         """The tables rescaling from ``level`` to level - 1."""
         return self._tables(self.rescale, level, "rescale")
-
-    def divide_tables(self, level: int):
-        """The :class:`jax_fhe.rlwe.keyswitch.DivideTables` of ``level`` (ModDown and the rescale
-        to level - 1 in one division), or None where there are none."""
-        self._tables(self.keyswitch, level, "key-switching")
-        return self.divide[level]
 
     def keyswitch_tables(self, level: int):
         """The key-switching tables of ``level``'s basis."""
@@ -144,17 +133,7 @@ def make_context(params: CKKSParams) -> CKKSContext:
     imag = ops.ntt(jnp.asarray(mono), ring)
     rescale = (None,) + tuple(make_rescale_tables(params, l) for l in range(1, params.max_level + 1))
     keyswitch_tables = tuple(keyswitch.level_tables(params, l) for l in range(params.max_level + 1))
-    divide = (None,) + tuple(_divide_tables(params, keyswitch_tables[l], l) for l in range(1, params.max_level + 1))
-    return CKKSContext(ring=ring, imag=imag, rescale=rescale, keyswitch=keyswitch_tables, divide=divide,
-                       params=params)
-
-
-def _divide_tables(params: CKKSParams, tables, level: int):
-    """ModDown + rescale tables of ``level`` where its key switch ends in a plain ModDown over
-    ``rows + special_rows`` (hybrid and KLSS), else None."""
-    if tuple(tables.ext_rows) != tuple(tables.rows) + tuple(tables.special_rows):
-        return None
-    return keyswitch.make_divide_tables(params.all_primes, tables, params.dropped(level), params.rows(level - 1))
+    return CKKSContext(ring=ring, imag=imag, rescale=rescale, keyswitch=keyswitch_tables, params=params)
 
 
 def check_context(ctx, what: str) -> CKKSContext:

@@ -117,25 +117,8 @@ def _mul_data(x, w, ctx, rows):
 
 # -- rescaling and levels -----------------------------------------------------------------------
 
-def rescale_data(x, ctx: CKKSContext, level: int, *, extended: bool = False, add=None) -> jax.Array:
-    """Rational rescaling of NTT data uint32[..., L_level, N] to level - 1: (x R - [x R]_D) / D.
-
-    extended: x is a key product over the extended basis (level ``level``'s key-switching
-              ``ext_rows``: uint32[..., L + alpha_p, N]) and is divided by P D at once:
-              round((x + P add) R / (P D)), one rounding (``ctx.divide_tables``; where a level
-              has none, ModDown then the rescale).
-    add:      with ``extended``: uint32[..., L_level, N] added as P add before the division
-              (the part of a key switch's result that is not a key product)."""
-    if extended:
-        dt = ctx.divide_tables(level)
-        if dt is not None:
-            return keyswitch.mod_down_divide(x, ctx.ring, dt, add)
-        rows = ctx.params.rows(level)
-        x = keyswitch.mod_down(x, ctx.ring, ctx.keyswitch_tables(level))
-        if add is not None:
-            x = ops.add_mod(*jnp.broadcast_arrays(x, add), ctx.ring, rows)
-    elif add is not None:
-        raise ValueError("rescale_data: add is for extended data only")
+def rescale_data(x, ctx: CKKSContext, level: int) -> jax.Array:
+    """Rational rescaling of NTT data uint32[..., L_level, N] to level - 1: (x R - [x R]_D) / D."""
     t = ctx.rescale_tables(level)
     p = ctx.params
     drop, new = p.dropped(level), p.rows(level - 1)
@@ -448,15 +431,6 @@ def mul(a: Ciphertext, b, ctx: CKKSContext, evk: EvalKeys | None = None, *, resc
         b1, a1, b2, a2 = x[..., 0, :, :], x[..., 1, :, :], y[..., 0, :, :], y[..., 1, :, :]
         mm = lambda u, v: ops.mul_mod(u, v, ctx.ring, rows)  # noqa: E731
         d1 = ops.add_mod(mm(b1, a2), mm(a1, b2), ctx.ring, rows)
-        if relinearize and rescale and a.level > 0:  # key switch and rescale: one division
-            tables = ctx.keyswitch_tables(a.level)
-            d2 = mm(a1, a2)
-            y = keyswitch.product_extended(d2, keyswitch.decompose(d2, ctx.ring, tables), evk.relin, ctx.ring,
-                                           tables)
-            d = jnp.stack([mm(b1, b2), d1], axis=-3)
-            out = a.replace(data=rescale_data(y, ctx, a.level, extended=True, add=d), level=a.level - 1,
-                            scale=a.scale * b.scale / float(a.params.ratio(a.level)))
-            return out
         if relinearize:
             data = relinearize_data(mm(b1, b2), d1, mm(a1, a2), ctx, evk.relin, a.level)
         else:

@@ -5,7 +5,6 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from ..rns.bconv import BConvTable
@@ -59,15 +58,13 @@ def bconv_centered(x, table: BConvTable, quotient, src_prod, limb_offset: int | 
                              f"{getattr(arr, 'dtype', type(arr).__name__)}{list(getattr(arr, 'shape', ()))}")
     return _centered_call(x, lout, (table.in_consts, table.mat, table.out_consts, quotient.inv_fix, src_prod),
                           fold_every=centered_fold_every(table, quotient.fix_bits), fix_bits=quotient.fix_bits,
-                          limb_offset=int(limb_offset or 0), digits=1, digit_lin=np.asarray([lin], np.int64),
-                          digit_lout=np.asarray([lout], np.int64))
+                          limb_offset=int(limb_offset or 0), digits=1)
 
 
 def _centered_call(x, out_limbs: int, tables: tuple, **attrs) -> jax.Array:
     """The jax_fhe_bconv_centered call behind bconv_centered and bconv_centered_stacked:
     x uint32[..., Lx, N] -> uint32[..., out_limbs, N]; ``tables`` = (in_consts, mat,
-    out_consts, inv_fix, src_prod); ``attrs``: fold_every, fix_bits, limb_offset, digits,
-    digit_lin, digit_lout (ffi/bconv_args.h)."""
+    out_consts, inv_fix, src_prod); ``attrs``: fold_every, fix_bits, limb_offset, digits."""
     out = jax.ShapeDtypeStruct(x.shape[:-2] + (out_limbs, x.shape[-1]), x.dtype)
     call = jax.ffi.ffi_call("jax_fhe_bconv_centered", out, vmap_method="expand_dims")
     return call(x, *tables, **attrs)
@@ -87,15 +84,14 @@ def centered_fold_every(table: BConvTable, fix_bits: int) -> int:
 
 @pytree_dataclass
 class StackedCenteredConv:
-    """D centered conversions (Lin_d -> Lout_d limbs, sizes may differ) as the tables of one launch
-    (:func:`bconv_centered_stacked`; ModUp converts every digit at once): :func:`bconv_centered`'s
-    tables of each conversion flattened and concatenated, conversion after conversion
-    (ffi/bconv_args.h):
+    """D centered conversions of one shape (Lin -> Lout limbs) as the tables of one launch
+    (:func:`bconv_centered_stacked`; ModUp converts every digit at once), stacked along the
+    first axis of :func:`bconv_centered`'s tables:
 
-    in_consts uint32[1, 3 sum Lin_d], mat uint32[1, sum Lout_d Lin_d], out_consts
-    uint32[1, 4 sum Lout_d], inv_fix uint32[sum Lin_d], src_prod uint32[sum Lout_d].
-    Static: ``digit_lin``, ``digit_lout`` (the limb counts per conversion), ``fold_every`` (the
-    smallest of the D), ``fix_bits`` (equal for all D).
+    in_consts uint32[D*3, Lin], mat uint32[D*Lout, Lin], out_consts uint32[D*4, Lout],
+    inv_fix uint32[D*Lin], src_prod uint32[D*Lout].
+    Static: ``digits`` (D), ``lin``, ``lout``, ``fold_every`` (the smallest of the D),
+    ``fix_bits`` (equal for all D).
     """
 
     in_consts: jax.Array
@@ -103,63 +99,53 @@ class StackedCenteredConv:
     out_consts: jax.Array
     inv_fix: jax.Array
     src_prod: jax.Array
-    digit_lin: tuple = static_field()
-    digit_lout: tuple = static_field()
+    digits: int = static_field()
+    lin: int = static_field()
+    lout: int = static_field()
     fold_every: int = static_field()
     fix_bits: int = static_field()
-
-    @property
-    def digits(self) -> int:
-        """The number of conversions D."""
-        return len(self.digit_lin)
-
-
-MAX_STACKED = 16  # conversions in one launch (kMaxBconvDigits)
 
 
 def stack_centered(tables: Sequence[BConvTable], quotients: Sequence, src_prods: Sequence) -> StackedCenteredConv:
     """The tables of several centered conversions (the arguments of :func:`bconv_centered`,
-    one per conversion) stacked for :func:`bconv_centered_stacked`. Each converts at most 16
-    limbs; they may differ in size but must share ``fix_bits``. Built once, with the tables (not
-    per call)."""
+    one per conversion) stacked for :func:`bconv_centered_stacked`. They must convert the same
+    numbers of limbs and share ``fix_bits``. Built once, with the tables (not per call)."""
     tables, quotients, src_prods = list(tables), list(quotients), list(src_prods)
     if not tables or not len(tables) == len(quotients) == len(src_prods):
         raise ValueError("stack_centered: give one table, quotient and src_prod per conversion")
-    if len(tables) > MAX_STACKED:
-        raise ValueError(f"stack_centered: at most {MAX_STACKED} conversions per launch, got {len(tables)}")
-    lins, louts = tuple(len(t.src) for t in tables), tuple(len(t.dst) for t in tables)
-    if not all(1 <= lin <= MAX_TERMS for lin in lins):
-        raise ValueError(f"stack_centered: each conversion takes 1 to {MAX_TERMS} source limbs, got {lins}")
+    lin, lout = len(tables[0].src), len(tables[0].dst)
+    if any((len(t.src), len(t.dst)) != (lin, lout) for t in tables):
+        raise ValueError("stack_centered: every conversion must map the same numbers of limbs")
+    if not 1 <= lin <= MAX_TERMS:
+        raise ValueError(f"stack_centered: at most {MAX_TERMS} source limbs, got {lin}")
     if len({q.fix_bits for q in quotients}) != 1:
         raise ValueError("stack_centered: the fixed-point quotients differ in fix_bits")
-    flat = lambda arrs: jnp.concatenate([jnp.asarray(a).reshape(-1) for a in arrs])  # noqa: E731
+    cat = lambda arrs: jnp.concatenate([jnp.asarray(a) for a in arrs], axis=0)  # noqa: E731
     return StackedCenteredConv(
-        in_consts=flat(t.in_consts for t in tables)[None], mat=flat(t.mat for t in tables)[None],
-        out_consts=flat(t.out_consts for t in tables)[None], inv_fix=flat(q.inv_fix for q in quotients),
-        src_prod=flat(src_prods), digit_lin=lins, digit_lout=louts,
+        in_consts=cat(t.in_consts for t in tables), mat=cat(t.mat for t in tables),
+        out_consts=cat(t.out_consts for t in tables), inv_fix=cat(q.inv_fix for q in quotients),
+        src_prod=cat(src_prods), digits=len(tables), lin=lin, lout=lout,
         fold_every=min(centered_fold_every(t, q.fix_bits) for t, q in zip(tables, quotients)),
         fix_bits=quotients[0].fix_bits)
 
 
 def bconv_centered_stacked(x, stacked: StackedCenteredConv, limb_offset: int = 0) -> jax.Array:
-    """D centered conversions in one launch: conversion d reads limbs [limb_offset + X_d,
-    limb_offset + X_d + Lin_d) of ``x`` (uint32[..., Lx, N], in place; X_d = Lin_0 + ... +
-    Lin_(d-1): the sources sit back to back) and writes limbs [Y_d, Y_d + Lout_d) of the result,
-    uint32[..., sum Lout_d, N]. Bit for bit D calls of :func:`bconv_centered` concatenated."""
+    """D centered conversions in one launch: conversion d reads limbs [limb_offset + d Lin,
+    limb_offset + (d+1) Lin) of ``x`` (uint32[..., Lx, N], in place) and writes limbs
+    [d Lout, (d+1) Lout) of the result, uint32[..., D*Lout, N]. Bit for bit D calls of
+    :func:`bconv_centered` concatenated."""
     if not isinstance(stacked, StackedCenteredConv):
         raise TypeError(f"bconv_centered_stacked: expected a StackedCenteredConv (stack_centered), "
                         f"got {type(stacked).__name__}")
     x = as_poly(x, "bconv_centered_stacked")
-    total = sum(stacked.digit_lin)
-    if not (0 <= int(limb_offset) and int(limb_offset) + total <= x.shape[-2]):
-        raise ValueError(f"bconv_centered_stacked: limbs [{limb_offset}, {int(limb_offset) + total}) "
+    d, lin, lout = stacked.digits, stacked.lin, stacked.lout
+    if not (0 <= int(limb_offset) and int(limb_offset) + d * lin <= x.shape[-2]):
+        raise ValueError(f"bconv_centered_stacked: limbs [{limb_offset}, {int(limb_offset) + d * lin}) "
                          f"are not all in the input's {x.shape[-2]} limbs")
-    return _centered_call(x, sum(stacked.digit_lout), (stacked.in_consts, stacked.mat, stacked.out_consts,
-                                                       stacked.inv_fix, stacked.src_prod),
+    return _centered_call(x, d * lout, (stacked.in_consts, stacked.mat, stacked.out_consts, stacked.inv_fix,
+                                        stacked.src_prod),
                           fold_every=stacked.fold_every, fix_bits=stacked.fix_bits, limb_offset=int(limb_offset),
-                          digits=stacked.digits, digit_lin=np.asarray(stacked.digit_lin, np.int64),
-                          digit_lout=np.asarray(stacked.digit_lout, np.int64))
-
+                          digits=d)
 
 
 def _check(x, table, what, limb_offset=None):

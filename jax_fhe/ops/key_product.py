@@ -24,7 +24,6 @@ from ._checks import as_context, as_poly, rows_array
 from .ntt import lazy_butterflies
 
 MAX_DIGITS = 8
-MAX_KEYS = 16  # keys per launch (kKeyProductMaxKeys)
 # sources are 8-bit in the kernel's plan: Lx + (conversion rows) must stay below 256
 MAX_SOURCE_ROWS = 255
 
@@ -51,10 +50,7 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
     x:        uint32[B..., Lx, N]     the ciphertext component (each digit's own limbs)
     convs:    D arrays uint32[B..., Lc_i, N], digit i's ModUp conversion (1 <= D <= 8); or
               one array that every digit reads (ModUp's stacked conversions, [B..., D*Lc, N])
-    key:      uint32[..., K, N]       the key's K polynomials (leading axes: batch); or a list of
-                                      G <= 16 keys uint32[K, N] (no batch axes; plain product only):
-                                      then the result is uint32[B..., G, 2, R, N], entry g under
-                                      key g, in one launch that reads x and convs once
+    key:      uint32[..., K, N]       the key's K polynomials (leading axes: batch)
     source:   int[D, R]               where digit i's row j comes from (see the module doc)
     key_poly: int[D, R]               flat key polynomial of (i, j) for part 0; part 1 at
                                       ``+ key_part``
@@ -76,17 +72,6 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
     """
     x = as_poly(x, "digit_key_product")
     convs = [as_poly(c, "digit_key_product") for c in convs]
-    keys = None
-    if isinstance(key, (list, tuple)):
-        keys = list(key)
-        if not 1 <= len(keys) <= MAX_KEYS:
-            raise ValueError(f"digit_key_product: 1 to {MAX_KEYS} keys, got {len(keys)}")
-        if sub is not None or intt is not None:
-            raise ValueError("digit_key_product: several keys take no sub or intt epilogue")
-        for k in keys:
-            if getattr(k, "dtype", None) != jnp.uint32 or k.ndim != 2 or k.shape != keys[0].shape:
-                raise ValueError("digit_key_product: every key of a list must be uint32[K, N], all of one shape")
-        key = keys[0]
     source = np.asarray(source, dtype=np.int32)
     key_poly = np.asarray(key_poly, dtype=np.int32)
     moduli = np.asarray(moduli, dtype=np.int64)
@@ -119,19 +104,15 @@ def digit_key_product(x, convs: Sequence, key, *, source, key_poly, key_part: in
         if int(np.prod(b)) not in (1, size):
             raise ValueError(f"digit_key_product: {what} has batch axes {b}; each operand "
                              f"needs all {lead} entries or a single one")
+    out = jax.ShapeDtypeStruct(lead + (2, r, x.shape[-1]), jnp.uint32)
     attrs = dict(source=source.reshape(-1), key_poly=key_poly.reshape(-1), key_part=int(key_part),
                  moduli=moduli)
-    if keys is not None:
-        out = jax.ShapeDtypeStruct(lead + (len(keys), 2, r, x.shape[-1]), jnp.uint32)
-        call = jax.ffi.ffi_call("jax_fhe_key_inner_product", out, vmap_method="expand_dims")
-        return call(x, key, *keys[1:], *convs, key_count=len(keys), **attrs)
-    out = jax.ShapeDtypeStruct(lead + (2, r, x.shape[-1]), jnp.uint32)
     if sub is None:
         if scale is not None or sub_ntt is not None:
             raise ValueError("digit_key_product: scale and sub_ntt are only used with sub")
         if intt is None:
             call = jax.ffi.ffi_call("jax_fhe_key_inner_product", out, vmap_method="expand_dims")
-            return call(x, key, *convs, key_count=1, **attrs)
+            return call(x, key, *convs, **attrs)
         ctx, rows = _transform_rows(intt, r, moduli, x.shape[-1], "intt")
         call = jax.ffi.ffi_call("jax_fhe_key_inner_product_intt", out, vmap_method="expand_dims")
         return call(x, key, rows_array(rows), ctx.moduli, ctx.ipsi, ctx.ipsi_shoup, ctx.n_inv,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jax
+import jax.numpy as jnp
 
 from .. import ops
 from ..rns.context import RNSContext
@@ -35,8 +36,9 @@ def gen_galois_key(method, ring: RNSContext, s, galois: int, *, num_q: int, alph
 
 
 def _finish(data, u, galois: int, ring: RNSContext, rows) -> jax.Array:
-    """sigma_galois((c0 + u0, u1)): one launch (the automorphism adds c0)."""
-    return ops.automorphism_ntt(u, galois, add=data[..., 0, :, :], ctx=ring, rows=rows)
+    """sigma_galois((c0 + u0, u1))."""
+    c0 = ops.add_mod(data[..., 0, :, :], u[..., 0, :, :], ring, rows)
+    return ops.automorphism_ntt(jnp.stack([c0, u[..., 1, :, :]], axis=-3), galois)
 
 
 def apply_galois(data, galois: int, key, ring: RNSContext, tables) -> jax.Array:

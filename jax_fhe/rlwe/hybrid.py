@@ -69,8 +69,8 @@ class HybridTables:
     mod_down: :class:`ExactConv` P -> basis rows.
     p_inv:    uint32[L]  P^-1 mod each basis prime.
     mod_up_stacked: the ``mod_up`` tables stacked for one launch
-              (:func:`jax_fhe.ops.bconv_centered_stacked`), or None where the digits do not sit
-              back to back in the basis (then each digit converts alone).
+              (:func:`jax_fhe.ops.bconv_centered_stacked`), or None where the digits differ in
+              size or do not sit back to back in the basis (then each digit converts alone).
     plain:    None, or the :class:`jax_fhe.rlwe.plainmod.PlainCorrection` of ModDown for a
               plaintext modulus t (BGV): ModDown then keeps the phase mod t.
     Static: ``rows`` (the basis), ``special_rows`` (P), ``digits`` ((digit index, rows), ...).
@@ -128,13 +128,15 @@ def make_hybrid_tables(primes: Sequence[int], rows: Sequence[int], special_rows:
 
 def _stack_mod_up(rows: tuple, digits: tuple, mod_up: Sequence[ExactConv]):
     """The digits' ModUp conversions as one launch's tables (``HybridTables.mod_up_stacked``),
-    or None where one launch cannot do them: the digits (of any sizes: a level's first and last
-    digits are often cut) must follow each other in the basis, and the fused key product must be
-    able to index the stacked result (8-bit sources)."""
+    or None where one launch cannot do them: the digits must have equal sizes and follow each
+    other in the basis (the usual case: every level but the ones that cut a digit), and the
+    fused key product must be able to index the stacked result (8-bit sources)."""
+    sizes = {len(drows) for _, drows in digits}
     positions = [rows.index(r) for _, drows in digits for r in drows]
-    if (len(digits) < 2 or len(digits) > ops.key_product.MAX_DIGITS
+    lout = len(mod_up[0].dst_rows) if mod_up else 0
+    if (len(digits) < 2 or len(sizes) != 1 or len(digits) > ops.key_product.MAX_DIGITS
             or positions != list(range(positions[0], positions[0] + len(positions)))
-            or len(rows) + sum(len(c.dst_rows) for c in mod_up) > ops.key_product.MAX_SOURCE_ROWS
+            or len(rows) + len(digits) * lout > ops.key_product.MAX_SOURCE_ROWS
             or len({c.quotient.fix_bits for c in mod_up}) != 1):
         return None
     return ops.stack_centered([c.table for c in mod_up], [c.quotient for c in mod_up],
@@ -311,7 +313,7 @@ def mod_up_convs(x, ring: RNSContext, tables: HybridTables) -> list:
     once to switch one x under several keys (hoisted rotations).
 
     Returns one array per digit; or, with ``tables.mod_up_stacked`` (and the fused centered
-    conversion), a list of one array ``uint32[..., sum_d (L + alpha_p - |digit d|), N]`` holding
+    conversion), a list of one array ``uint32[..., beta (L + alpha_p - alpha), N]`` holding
     every digit's conversion in digit order, made by one INTT, one BConv and one NTT launch
     (the ModUp of all digits batched, as Theodosian batches stage 1)."""
     if tables.mod_up_stacked is not None:
@@ -346,16 +348,8 @@ def _key_product(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext, tables
                  out_rows, **epilogue) -> jax.Array:
     """One launch of the fused key inner product (:func:`jax_fhe.ops.digit_key_product`) over
     ``out_rows``, reading every digit's limbs where ModUp left them (x, convs) and each key
-    polynomial once for the whole batch. ``epilogue``: the product's ModDown options. ``key``
-    may be a list of keys (no epilogue): then uint32[..., G, 2, R, N], one launch for all."""
-    if isinstance(key, (list, tuple)):
-        for k in key:
-            _check_key(k, ring, tables, "key_switch")
-        if (len(tables.digits) > ops.key_product.MAX_DIGITS or len(key) > ops.key_product.MAX_KEYS or epilogue
-                or any(k.data.ndim != 4 for k in key)):  # batched keys (vmap over keys): one by one
-            return jnp.stack([_key_product(x, convs, k, ring, tables, out_rows, **epilogue) for k in key], axis=-4)
-    else:
-        _check_key(key, ring, tables, "key_switch")
+    polynomial once for the whole batch. ``epilogue``: the product's ModDown options."""
+    _check_key(key, ring, tables, "key_switch")
     _check_basis(x, tables, "key_switch")
     conv_rows = tuple(c.dst_rows for c in tables.mod_up)
     stacked = len(convs) == 1 and len(tables.digits) > 1
@@ -366,12 +360,6 @@ def _key_product(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext, tables
                              f"expected [..., {want}, N]")
     elif len(convs) != len(tables.digits):
         raise ValueError(f"key_switch: expected {len(tables.digits)} ModUp conversions, got {len(convs)}")
-    if isinstance(key, (list, tuple)):
-        source, key_poly, moduli = _product_plan(ring.primes, tables.rows, tables.digits, conv_rows,
-                                                 key[0].data.shape[-2], stacked, tuple(out_rows))
-        flat = [k.data.reshape(-1, k.data.shape[-1]) for k in key]
-        return ops.digit_key_product(x, convs, flat, source=source, key_poly=key_poly, key_part=key[0].data.shape[-2],
-                                     moduli=moduli)
     t = key.data.shape[-2]
     # [dnum, 2, T, N] -> [2 dnum T, N]; leading (batch) axes stay (e.g. a key batch from vmap)
     flat_key = key.data.reshape(key.data.shape[:-4] + (-1, key.data.shape[-1]))
@@ -433,14 +421,6 @@ def key_product_extended(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext
     return _key_product(x, convs, key, ring, tables, tables.ext_rows)
 
 
-def key_product_extended_keys(x, convs: Sequence, keys: Sequence, ring: RNSContext,
-                              tables: HybridTables) -> jax.Array:
-    """:func:`key_product_extended` of x under each of ``keys`` (hoisted rotations' baby steps):
-    uint32[..., G, 2, L + alpha_p, N], one launch of the key product for up to 16 keys (each key
-    unbatched), reading x's ModUp once."""
-    return _key_product(x, convs, list(keys), ring, tables, tables.ext_rows)
-
-
 def lift_extended(x, ring: RNSContext, tables: HybridTables) -> jax.Array:
     """P x on the basis rows, 0 on the special rows: uint32[..., L, N] -> uint32[..., L + alpha_p, N]
     (NTT). ModDown divides it back to x exactly, so it can be added to key products before one
@@ -477,5 +457,4 @@ def _make_tables(primes, rows, special_rows, alpha, *, plain_modulus=None, **opt
 METHOD = keyswitch.register(keyswitch.Method(
     name="hybrid", tables_type=HybridTables, key_type=KeySwitchKey, make_tables=_make_tables,
     gen_key=gen_switching_key, decompose=mod_up_convs, product_extended=key_product_extended,
-    mod_down=mod_down, switch=key_switch_convs, lift_extended=lift_extended,
-    product_extended_keys=key_product_extended_keys))
+    mod_down=mod_down, switch=key_switch_convs, lift_extended=lift_extended))

@@ -17,10 +17,6 @@ The stages, each a function here so that circuits can hoist and accumulate:
    :func:`mod_down` (double hoisting). :func:`lift_extended` brings another ciphertext part into
    the same basis (times P), so that it can join the sum.
 3. :func:`mod_down`: divide by P with rounding, back to the basis.
-   :func:`mod_down_divide` divides by P *and* a further factor D (a CKKS rescale: drop the
-   rows D, add the rows R, i.e. multiply by R / D) in one rounding, with one conversion: the
-   extended-basis result of a key product that is rescaled next never goes back to the basis
-   first (:func:`key_switch_divide`, :class:`DivideTables`).
 
 :func:`key_switch` and :func:`key_switch_decomposed` compute mod_down(product_extended(...)) as
 the method's fused kernels do (bit for bit the same as the stages chained).
@@ -43,17 +39,11 @@ derived from the hybrid key, so both methods give the same bits).
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 
 import jax
-import jax.numpy as jnp
 
-from .. import ops
-from ..ops import take_limbs
-from ..rns.crt import MAX_TERMS, ExactConv, make_exact_conv
-from ..rns.pytree import pytree_dataclass, static_field
-from ..rns.shoup import device_u32
+from ..rns.pytree import pytree_dataclass
 
 AUTO = "auto"
 
@@ -89,9 +79,6 @@ class Method:
     derive_key:     optional (hybrid_key, ring, *, num_q, alpha, **options) -> key: this
                     method's key from a hybrid key (the same first level), used where a
                     parameter set's levels mix methods (:class:`MultiKey`).
-    product_extended_keys: optional (x, dec, keys, ring, tables) ->
-                    uint32[..., G, 2, len(ext_rows), N]: ``product_extended`` under each of the
-                    G keys at once (one launch); without it, G products are stacked.
     """
 
     name: str
@@ -107,7 +94,6 @@ class Method:
     options: tuple = ()
     needs_chain: bool = False
     derive_key: Callable | None = None
-    product_extended_keys: Callable | None = None
 
 
 @pytree_dataclass
@@ -300,19 +286,6 @@ def product_extended(x, dec, key, ring, tables) -> jax.Array:
     return m.product_extended(x, dec, key, ring, tables)
 
 
-def product_extended_keys(x, dec, keys, ring, tables) -> jax.Array:
-    """:func:`product_extended` of x under each key of ``keys`` (a sequence of G keys):
-    uint32[..., G, 2, len(ext_rows), N]. Methods with a batched product (hybrid) do it in one
-    launch for up to 16 keys (hoisted rotations: the baby steps of a BSGS linear transform)."""
-    m = method_of(tables)
-    keys = [_check_key(k, m, "product_extended_keys") for k in keys]
-    if not keys:
-        raise ValueError("product_extended_keys: no key")
-    if m.product_extended_keys is not None:
-        return m.product_extended_keys(x, dec, keys, ring, tables)
-    return jnp.stack([m.product_extended(x, dec, k, ring, tables) for k in keys], axis=-4)
-
-
 def mod_down(y, ring, tables) -> jax.Array:
     """Divide by P with rounding: uint32[..., len(ext_rows), N] -> uint32[..., len(rows), N] (NTT)."""
     return method_of(tables).mod_down(y, ring, tables)
@@ -337,115 +310,3 @@ def key_switch(x, key, ring, tables) -> jax.Array:
     m = method_of(tables)
     key = _check_key(key, m, "key_switch")
     return m.switch(x, m.decompose(x, ring, tables), key, ring, tables)
-
-
-# -- ModDown merged with a rescale -------------------------------------------------------------------
-
-@pytree_dataclass
-class DivideTables:
-    """Tables of :func:`mod_down_divide` for one key-switching basis B (rows ``rows``, special
-    rows P) and a rescale that drops the rows D (a subset of B) and adds the rows R: y over
-    B + P (NTT) -> round(y R / (P D)) over B' = (B - D) + R.
-
-    Let S = D + P (the source rows, at most 16) and a an optional basis part added as P a:
-    the result is (y + P a) R / (P D) rounded, i.e. (z - [z]_S) / (P D) with z = (y + P a) R:
-
-    * on S (coefficients): z_S = INTT(y_S + P a_S) * (R mod s); its centered conversion
-      ``conv`` to B' gives [z]_S;
-    * on B': out = y_k (R (PD)^-1) + a_k (R D^-1) - NTT([z]_S) (PD)^-1 (k: B's limb of the
-      same prime; both factors are 0 on the added rows R, where z = 0).
-
-    conv:      centered conversion S -> B'.
-    src_scale: uint32[|S|]  R mod each prime of S (applied before the INTT: it is linear).
-    p_mod:     uint32[|D|]  P mod each prime of D (the lift of ``a`` on D's rows).
-    y_scale:   uint32[|B'|] R (PD)^-1 mod each prime of B' (0 on added rows).
-    a_scale:   uint32[|B'|] R D^-1 mod each prime of B' (0 on added rows).
-    c_scale:   uint32[|B'|] (PD)^-1 mod each prime of B'.
-    Static: ``src_pos`` (positions of S in extended-basis data), ``drop_pos`` (positions of D
-    in basis data), ``keep_pos`` (for each row of B', its position in basis data; 0 for an
-    added row), ``src_rows`` (S), ``new_rows`` (B'), ``ext_len`` (|B| + |P|).
-    """
-
-    conv: ExactConv
-    src_scale: jax.Array
-    p_mod: jax.Array
-    y_scale: jax.Array
-    a_scale: jax.Array
-    c_scale: jax.Array
-    src_pos: tuple = static_field()
-    drop_pos: tuple = static_field()
-    keep_pos: tuple = static_field()
-    src_rows: tuple = static_field()
-    new_rows: tuple = static_field()
-    ext_len: int = static_field()
-
-
-def make_divide_tables(primes, tables, drop_rows, new_rows) -> DivideTables | None:
-    """The :class:`DivideTables` of key-switching ``tables`` (basis B = ``tables.rows``, special
-    rows P) for a rescale from B to ``new_rows`` that drops ``drop_rows`` (rows index ``primes``,
-    the whole prime list). None where one conversion cannot do it: more than 16 source rows, or
-    a ModDown with a plaintext-modulus correction (BGV)."""
-    rows, special = tuple(tables.rows), tuple(tables.special_rows)
-    drop, new = tuple(int(r) for r in drop_rows), tuple(int(r) for r in new_rows)
-    if not set(drop) <= set(rows) or set(new) & set(drop) or set(new) & set(special):
-        raise ValueError(f"make_divide_tables: the rescale from {rows} must drop rows of the basis "
-                         f"({drop}) and keep or add rows outside the special rows ({new})")
-    src = drop + special
-    if len(src) > MAX_TERMS or getattr(tables, "plain", None) is not None or not special:
-        return None
-    q = [int(x) for x in primes]
-    big_p = math.prod(q[r] for r in special)
-    big_d = math.prod(q[r] for r in drop)
-    big_r = math.prod(q[r] for r in new if r not in rows)
-    ext = rows + special
-    return DivideTables(
-        conv=make_exact_conv(q, src, new),
-        src_scale=device_u32([big_r % q[r] for r in src]),
-        p_mod=device_u32([big_p % q[r] for r in drop]),
-        y_scale=device_u32([big_r * pow(big_p * big_d, -1, q[r]) % q[r] if r in rows else 0 for r in new]),
-        a_scale=device_u32([big_r * pow(big_d, -1, q[r]) % q[r] if r in rows else 0 for r in new]),
-        c_scale=device_u32([pow(big_p * big_d, -1, q[r]) for r in new]),
-        src_pos=tuple(ext.index(r) for r in src), drop_pos=tuple(rows.index(r) for r in drop),
-        keep_pos=tuple(rows.index(r) if r in rows else 0 for r in new), src_rows=src, new_rows=new,
-        ext_len=len(ext))
-
-
-def mod_down_divide(y, ring, dt: DivideTables, add=None) -> jax.Array:
-    """round((y + P add) R / (P D)) (:class:`DivideTables`): y uint32[..., |B| + |P|, N] over
-    the extended basis (NTT), ``add`` an optional uint32[..., |B|, N] over the basis (NTT; e.g.
-    the c0 or (d0, d1) that a key switch's result is added to). Returns uint32[..., |B'|, N]
-    over ``dt.new_rows`` (NTT). One INTT of |D| + |P| rows, one centered conversion and one NTT:
-    a ModDown and the rescale that follows it in one exact division."""
-    if not isinstance(dt, DivideTables):
-        raise TypeError(f"mod_down_divide: expected DivideTables, got {type(dt).__name__}")
-    if y.ndim < 2 or y.shape[-2] != dt.ext_len:
-        raise ValueError(f"mod_down_divide: data has shape {tuple(y.shape)}, expected [..., {dt.ext_len}, N]")
-    nd = len(dt.drop_pos)
-    if add is not None:
-        if add.ndim < 2 or add.shape[-2] != dt.ext_len - len(dt.src_pos) + nd:
-            raise ValueError(f"mod_down_divide: add has shape {tuple(add.shape)}, expected [..., "
-                             f"{dt.ext_len - len(dt.src_pos) + nd}, N]")
-        lead = jnp.broadcast_shapes(y.shape[:-2], add.shape[:-2])
-        y, add = (jnp.broadcast_to(v, lead + v.shape[-2:]) for v in (y, add))
-    ys = take_limbs(y, dt.src_pos)
-    if add is not None:
-        if nd:
-            drows = dt.src_rows[:nd]
-            lift = ops.mul_limb_consts(take_limbs(add, dt.drop_pos), dt.p_mod, ring, drows)
-            ys = jnp.concatenate([ops.add_mod(ys[..., :nd, :], lift, ring, drows), ys[..., nd:, :]], axis=-2)
-    ys = ops.mul_limb_consts(ys, dt.src_scale, ring, dt.src_rows)
-    conv = ops.ntt(ops.exact_conv(ops.intt(ys, ring, dt.src_rows), dt.conv), ring, dt.new_rows)
-    new = dt.new_rows
-    out = ops.sub_mod(ops.mul_limb_consts(take_limbs(y, dt.keep_pos), dt.y_scale, ring, new),
-                      ops.mul_limb_consts(conv, dt.c_scale, ring, new), ring, new)
-    if add is not None:
-        out = ops.add_mod(out, ops.mul_limb_consts(take_limbs(add, dt.keep_pos), dt.a_scale, ring, new), ring, new)
-    return out
-
-
-def key_switch_divide(x, key, ring, tables, dt: DivideTables, add=None) -> jax.Array:
-    """round((P add + key product of x) R / (P D)): the key switch of x (:func:`key_switch`),
-    plus ``add`` (uint32[..., 2, L, N] or None, over the basis), rescaled (:class:`DivideTables`)
-    with one rounding instead of ModDown's and the rescale's. Returns uint32[..., 2, |B'|, N]."""
-    y = product_extended(x, decompose(x, ring, tables), key, ring, tables)
-    return mod_down_divide(y, ring, dt, add)
