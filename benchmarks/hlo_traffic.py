@@ -15,6 +15,13 @@ Stage-by-stage key switch at Theodosian's (L, alpha, beta) = (48, 12, 4), N = 2^
     python benchmarks/hlo_traffic.py                   # batch 1 and vmap batch 8
     python benchmarks/hlo_traffic.py --batch 1 --top 12 --hlo-dir /tmp/hlo
     python benchmarks/hlo_traffic.py --ops 16 28         # HMult / HRot / Rescale, n16-boot
+    python benchmarks/hlo_traffic.py --bootstrap         # the whole n16-boot bootstrap (abstract plans/keys)
+    python benchmarks/hlo_traffic.py --bootstrap --preset toy-boot-n12 --slots 64
+
+``--bootstrap`` compiles ``circuits.bootstrap`` for one ciphertext with abstract plans (the
+diagonals as ShapeDtypeStructs: nothing is encoded) and abstract keys, and prints the kernel
+count (custom calls and XLA fusions) and bytes written by kernel kind: the CPU measure of the
+bootstrap's launch count and HBM writes.
 
 Reads include whole table operands (e.g. the NTT's [T, N] twiddles even when it uses L rows), so
 they are an upper bound; the instruction count is the number of kernels launched.
@@ -248,6 +255,59 @@ def ckks_op_stages(level: int | None = None) -> dict:
     return {name: traffic(f, ct, ctx, evk) for name, f in fns.items()}
 
 
+def _abstract_linear_transform(diags, ctx, level, *, baby=None, scale=None):
+    """:func:`jax_fhe.circuits.lintrans.make_linear_transform` with the plan's structure only:
+    the diagonals' data is a ShapeDtypeStruct (no host encoding)."""
+    from jax_fhe.circuits import lintrans
+    p = ctx.params
+    diags, n = lintrans._check_diags(diags, None, "make_linear_transform")
+    b, groups = lintrans.bsgs_split(diags, n, baby=baby)
+    giants, count = [], 0
+    for g, bs in groups.items():
+        giants.append((g, tuple((bb, count + i) for i, bb in enumerate(bs))))
+        count += len(bs)
+    rows = len(p.rows(level)) + len(ctx.keyswitch_tables(level).special_rows)
+    data = jax.ShapeDtypeStruct((count, rows, p.n), np.uint32)
+    return lintrans.LinearTransform(data=data, params=p, level=level,
+                                    scale=float(p.ratio(level)) if scale is None else float(scale),
+                                    slots=n, baby=b, giants=tuple(giants))
+
+
+def bootstrap_traffic(preset: str = "n16-boot", slots: int | None = None) -> Traffic:
+    """Traffic of one jitted ``circuits.bootstrap`` of one ciphertext at ``preset`` with abstract
+    plans and keys (nothing is encoded or generated; the context's tables are real)."""
+    from unittest import mock
+
+    from jax_fhe import ckks, circuits, rlwe
+    from jax_fhe.circuits import lintrans
+    p = ckks.preset(preset)
+    ctx = ckks.make_context(p)
+    with mock.patch.object(lintrans, "make_linear_transform", _abstract_linear_transform):
+        boot = circuits.make_bootstrapper(ctx, circuits.BootstrapConfig(slots=slots))
+    dnum = -(-p.num_q // p.alpha)
+    key = lambda: rlwe.KeySwitchKey(data=jax.ShapeDtypeStruct((dnum, 2, len(p.all_primes), p.n), np.uint32),  # noqa: E731
+                                    alpha=p.alpha, num_q=p.num_q)
+    evk = ckks.EvalKeys(relin=key(), rotations={s: key() for s in boot.rotation_steps()}, conjugation=key(),
+                        params=p)
+    keys = circuits.BootstrapKeys(evk=evk, to_sparse=key(), to_dense=key())
+    ct = ckks.Ciphertext(data=jax.ShapeDtypeStruct((2, len(p.rows(0)), p.n), np.uint32), level=0,
+                         scale=p.default_scale(0), slots=boot.slots, params=p)
+    return traffic(circuits.bootstrap, ct, abstract(ctx), abstract(boot), keys)
+
+
+def print_kernels(label: str, t: Traffic, file=sys.stdout) -> None:
+    """Kernel count and bytes written by kernel kind (custom-call target, or XLA fusion/op)."""
+    cc = [(i, m) for i, m in t.rows if i.opcode == "custom-call"]
+    n_cc = sum(m for _, m in cc)
+    w_cc = sum(i.written * m for i, m in cc)
+    n_all = sum(m for _, m in t.rows)
+    print(f"\n== {label}: {n_all} kernels ({n_cc} custom calls, {n_all - n_cc} XLA), written "
+          f"{t.written / 1e9:.2f} GB ({w_cc / 1e9:.2f} GB by custom calls)", file=file)
+    print(f"  {'kind':48s} {'count':>6s} {'written GB':>11s}", file=file)
+    for kind, (n, w, _) in sorted(t.by_kind().items(), key=lambda kv: (-kv[1][0], kv[0])):
+        print(f"  {kind:48s} {n:6d} {w / 1e9:11.3f}", file=file)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--logn", type=int, default=16)
@@ -258,7 +318,21 @@ def main() -> None:
     ap.add_argument("--hlo-dir", default=None, help="write each optimized HLO here")
     ap.add_argument("--ops", type=int, nargs="*", default=None, metavar="LEVEL",
                     help="instead: HMult / HRot / Rescale of n16-boot at these levels (none: default level)")
+    ap.add_argument("--bootstrap", action="store_true",
+                    help="instead: the whole bootstrap's kernels by kind (abstract plans and keys)")
+    ap.add_argument("--preset", default="n16-boot", help="with --bootstrap: the CKKS preset")
+    ap.add_argument("--slots", type=int, default=None, help="with --bootstrap: slots (default N/2)")
     a = ap.parse_args()
+    if a.bootstrap:
+        t = bootstrap_traffic(a.preset, a.slots)
+        print_kernels(f"bootstrap ({a.preset}, {a.slots or 'full'} slots)", t)
+        if a.top:
+            print_traffic("bootstrap", t, a.top)
+        if a.hlo_dir:
+            os.makedirs(a.hlo_dir, exist_ok=True)
+            with open(os.path.join(a.hlo_dir, f"bootstrap_{a.preset}.hlo.txt"), "w") as f:
+                f.write(t.text)
+        return
     if a.ops is not None:
         for level in a.ops or [None]:
             for name, t in ckks_op_stages(level).items():
