@@ -2,13 +2,19 @@
 reason on machines without a CUDA device (or without the CUDA kernels built)."""
 from __future__ import annotations
 
+import os
 import zlib
 
-import jax
-import numpy as np
-import pytest
+# Under pytest-xdist each worker is a process with its own XLA client: without this, the first to
+# touch the GPU preallocates 75% of its memory and the others run out. Set before jax is imported.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-import jax_fhe
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import jax_fhe  # noqa: E402
 
 
 def _gpu_skip_reason() -> str | None:

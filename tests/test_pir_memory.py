@@ -150,7 +150,7 @@ def test_setup_rejects_bad_chunking(toy_tables):
 def test_bench_plan_only():
     """bench_pir.py --plan-only prints the plans without touching a device; a configuration that
     cannot fit exits 2 with the plan's message (64 GiB, batch 32 in 60 GiB) while the others print."""
-    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, JAX_PLATFORMS="cpu")   # jax_fhe as this process imports it (installed in CI)
     cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_pir.py"), "--db-gib", "16", "64", "--protocols", "hybrid",
            "--batches", "32", "--plan-only", "--memory-gib", "60"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT / "benchmarks")

@@ -64,7 +64,7 @@ def test_pir_key_generation_and_hints(pir, capsys):
     gens = {
         "expansion keys": lambda p: exppack.make_expansion_keys(key, tables, 3, R(9), progress=p),
         "expansion keys ": lambda p: protocols.client_keygen(params, tables, R(10), progress=p),
-        "VIPIR hint": lambda p: protocols.server_setup(params, records, tables, progress=p, blocks_per_step=1),
+        "VIPIR DB + hint": lambda p: protocols.server_setup(params, records, tables, progress=p, blocks_per_step=1),
         "SimplePIR hint": lambda p: simplepir.server_setup(sp, np.zeros(64, np.uint8), progress=p, chunk_rows=4),
     }
     for desc, run in gens.items():
@@ -72,4 +72,4 @@ def test_pir_key_generation_and_hints(pir, capsys):
         assert not _bar(capsys, desc.strip(), run, False), desc
     # defaults: toy key generation is fast (no bar); hints in several steps show one
     assert not _bar(capsys, "expansion keys", gens["expansion keys "], None)
-    assert _bar(capsys, "VIPIR hint", gens["VIPIR hint"], None)
+    assert _bar(capsys, "VIPIR DB + hint", gens["VIPIR DB + hint"], None)
