@@ -41,6 +41,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="INSECURE toy-boot-n12, a 2-layer CNN on 8x8")
     ap.add_argument("--layers", type=int, default=None,
                     help="only the first LAYERS layers of ResNet-20 and a random head (timing; accuracy meaningless)")
+    ap.add_argument("--diagonals", choices=("auto", "encoded", "compact"), default="auto",
+                    help="hold the layers' diagonals encoded, or compact and expanded in the program "
+                         "(auto: compact when encoded they would take over a quarter of the device)")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     import results
     results.add_argument(ap, "apps")
@@ -72,9 +75,10 @@ def main() -> None:
     keys = ckks.keygen(ctx, rng)
     ek = compiler.gen_keys(ctx, keys.secret, p, boot if p.bootstraps else None, rng)
     t1 = time.perf_counter()
-    model = compiler.compile_model(p, ctx, boot if p.bootstraps else None)
+    compact = {"auto": None, "encoded": False, "compact": True}[args.diagonals]
+    model = compiler.compile_model(p, ctx, boot if p.bootstraps else None, compact=compact)
     mem = {"keys_gib": _gib(ek), "diagonals_gib": _gib(model.transforms)}
-    print(f"keys {t1 - t0:.1f} s, diagonals encoded {model.encode_s:.1f} s; memory: "
+    print(f"keys {t1 - t0:.1f} s, diagonals {'compact' if model.compact else 'encoded'} {model.encode_s:.1f} s; memory: "
           + ", ".join(f"{k[:-4]} {v:.2f} GiB" for k, v in mem.items()))
     ct = compiler.encrypt_image(x[0], p, ctx, keys.public, rng)
     t0 = time.perf_counter()
@@ -102,7 +106,7 @@ def main() -> None:
     want = compiler.simulate(p, x[:args.images])
     err = float(np.abs(logits - want).max() / np.abs(want).max())
     out = dict(device=dev.device_kind, preset=preset, layers=args.layers or len(spec), slots=p.slots, bootstraps=p.bootstraps,
-               diagonals=p.diagonals, rotation_keys=len(p.rotations), first_call_s=first,
+               diagonals=p.diagonals, compact=model.compact, rotation_keys=len(p.rotations), first_call_s=first,
                per_image_s=per_image, runs_s=times, bootstrap_s=boot_s,
                bootstrap_share=(p.bootstraps * boot_s / per_image) if boot_s else None,
                images=args.images, encrypted_accuracy=float(np.mean(pred == y[:args.images])),

@@ -53,6 +53,9 @@ def main():
     ap.add_argument("--images", type=int, default=4, help="images to classify encrypted (the first ones)")
     ap.add_argument("--eval", type=int, default=128, help="images for the plaintext accuracies")
     ap.add_argument("--calib", type=int, default=64, help="images (from the end) for the activation bounds")
+    ap.add_argument("--diagonals", choices=("auto", "encoded", "compact"), default="auto",
+                    help="hold the layers' diagonals encoded, or compact and expanded in the program "
+                         "(auto: compact when encoded they would take over a quarter of the device)")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and plaintext accuracies only")
     ap.add_argument("--quick", action="store_true", help="INSECURE toy-boot-n12, a 2-layer CNN on 8x8 inputs")
     ap.add_argument("--layers", type=int, default=None,
@@ -88,8 +91,9 @@ def main():
     keys = ckks.keygen(ctx, rng)
     ek = compiler.gen_keys(ctx, keys.secret, p, boot, rng)
     print(f"keys: {time.perf_counter() - t0:.1f} s")
-    model = compiler.compile_model(p, ctx, boot)
-    print(f"diagonals encoded: {model.encode_s:.1f} s")
+    compact = {"auto": None, "encoded": False, "compact": True}[args.diagonals]
+    model = compiler.compile_model(p, ctx, boot, compact=compact)
+    print(f"diagonals {'compact' if model.compact else 'encoded'}: {model.encode_s:.1f} s")
     imgs = x[:args.images]
     ct = compiler.encrypt_image(imgs[0], p, ctx, keys.public, rng)
     t0 = time.perf_counter()

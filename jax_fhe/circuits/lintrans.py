@@ -32,6 +32,15 @@ ends the transform. Per baby step this saves ModDown's inverse NTT, conversion a
 **Plans are pytrees.** :class:`LinearTransform` holds the encoded diagonals as one device array
 ``uint32[P, L (+ alpha_p), N]`` (a leaf) and the BSGS structure as static data: build it once on
 the host with :func:`make_linear_transform` and pass it into jitted functions as an argument.
+
+**Compact plans** (``compact=True``) hold each diagonal as its coefficient polynomial in small
+integers, int32[P, N] with one power-of-two unit per diagonal (``ckks.compact_coefficients``),
+and expands it on the device where it is used, one giant step's diagonals at a time (k reduced
+mod each prime of the extended rows, times the unit, forward NTT): L + alpha_p times less memory,
+for a forward NTT per diagonal per use. |k| <= 2^30: the coefficients are those of the encoded
+plan rounded to a multiple of 2^s, s = max(0, log2 of the largest one - 30), so bit-identical
+when they are below 2^30 (at scale 2^40: diagonals below about 2^-10); ``max_shift`` is the
+largest s.
 """
 from __future__ import annotations
 
@@ -51,6 +60,8 @@ __all__ = ["LinearTransform", "apply_diagonals", "bsgs_split", "compose",
            "rotation_steps"]
 
 _ENCODE_CHUNK = 8
+_COMPACT_CHUNK = 64
+_COMPACT_BITS = 30      # |k| <= 2^30 keeps int32 and is reduced mod every prime in the program
 
 
 # -- host helpers: diagonal form -------------------------------------------------------------------
@@ -157,22 +168,32 @@ def bsgs_split(indices, n: int, *, baby: int | None = None) -> tuple:
 
 @dataclasses.dataclass(frozen=True)
 class LinearTransform:
-    """A BSGS plan with its encoded, pre-rotated diagonals (a pytree).
+    """A BSGS plan with its pre-rotated diagonals (a pytree).
 
-    data:   uint32[P, L, N]: plaintext p = rot_{-g}(d_{g+b}) in the NTT domain at ``level``
-            (row order of ``params.rows(level)``) and then on the special rows (the products are
-            taken in the extended basis), scale ``scale``; one per (g, b): uint32[P, L + alpha_p, N].
+    data:   encoded: uint32[P, L + alpha_p, N]: plaintext p = rot_{-g}(d_{g+b}) in the NTT domain
+            at ``level`` (row order of ``params.rows(level)``, then the special rows: the
+            products are taken in the extended basis), scale ``scale``; one per (g, b).
+            compact: int32[P, N], the coefficients k of each p with p = 2^s k (module doc).
+    units:  compact only: uint32[P, L + alpha_p], 2^s mod each prime of those rows (else None).
     Static: ``params``; ``level``; ``scale`` (default rho_level); ``slots`` (n); ``baby`` (B);
-            ``giants``: ((g, ((b, index into data), ...)), ...) in increasing g.
+            ``giants``: ((g, ((b, index into data), ...)), ...) in increasing g, each giant
+            step's indices consecutive; ``max_shift``: the largest s (0 when encoded).
     """
 
     data: jax.Array
+    units: jax.Array | None
     params: CKKSParams
     level: int
     scale: float
     slots: int
     baby: int
     giants: tuple
+    max_shift: int = 0
+
+    @property
+    def compact(self) -> bool:
+        """Whether the diagonals are held as small coefficients (expanded where used)."""
+        return self.units is not None
 
     @property
     def baby_steps(self) -> tuple:
@@ -185,21 +206,25 @@ class LinearTransform:
         return tuple(g for g, _ in self.giants)
 
     def __repr__(self) -> str:
+        form = f", compact (max shift {self.max_shift})" if self.compact else ""
         return (f"LinearTransform(level={self.level}, slots={self.slots}, diagonals={self.data.shape[0]}, "
-                f"baby={len(self.baby_steps)}, giant={len(self.giants)}, params={self.params.name!r})")
+                f"baby={len(self.baby_steps)}, giant={len(self.giants)}{form}, params={self.params.name!r})")
 
 
-jax.tree_util.register_dataclass(LinearTransform, data_fields=["data"],
-                                 meta_fields=["params", "level", "scale", "slots", "baby", "giants"])
+jax.tree_util.register_dataclass(LinearTransform, data_fields=["data", "units"],
+                                 meta_fields=["params", "level", "scale", "slots", "baby", "giants",
+                                              "max_shift"])
 
 
 def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: int | None = None,
-                          scale: float | None = None) -> LinearTransform:
+                          scale: float | None = None, compact: bool = False) -> LinearTransform:
     """Encode the BSGS plan of ``diags`` ({k: complex[n]}, n a power of two <= N/2 slots) for
     ciphertexts at ``level`` (host work: one encoding per diagonal).
 
     baby:     the baby-step modulus B (default: :func:`bsgs_split`'s choice).
-    scale:    the plaintexts' scale (default rho_level: the transform keeps the scale label)."""
+    scale:    the plaintexts' scale (default rho_level: the transform keeps the scale label).
+    compact:  hold the diagonals as small coefficients, expanded on the device where used
+              (module doc): 4 N bytes per diagonal instead of 4 (L + alpha_p) N."""
     if not isinstance(ctx, CKKSContext):
         raise TypeError(f"make_linear_transform: expected a CKKSContext, got {type(ctx).__name__}")
     p = ctx.params
@@ -219,12 +244,24 @@ def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: in
             entry.append((bb, len(vals)))
             vals.append(np.roll(diags[(g + bb) % n], g))  # rot_{-g}(d_{g+b})
         giants.append((g, tuple(entry)))
+    if compact:
+        parts = [ckks.compact_coefficients(np.stack(vals[i:i + _COMPACT_CHUNK]), ctx, level=level,
+                                           scale=scale, bits=_COMPACT_BITS)
+                 for i in range(0, len(vals), _COMPACT_CHUNK)]
+        k = np.concatenate([kk for kk, _ in parts])
+        shifts = np.concatenate([ss for _, ss in parts])
+        rows = tuple(p.rows(level)) + tuple(p.special_rows)
+        units = np.array([[pow(2, int(sh), int(p.all_primes[r])) for r in rows] for sh in shifts],
+                         dtype=np.uint32)
+        return LinearTransform(data=jnp.asarray(k), units=jnp.asarray(units), params=p, level=level,
+                               scale=scale, slots=n, baby=b, giants=tuple(giants),
+                               max_shift=int(shifts.max()))
     # a few diagonals per encode: the host's int64 residues of all of them at N = 2^16 would
     # take gigabytes
     chunks = [ckks.encode_extended(np.stack(vals[i:i + _ENCODE_CHUNK]), ctx, level=level, scale=scale)
               for i in range(0, len(vals), _ENCODE_CHUNK)]
     data = chunks[0] if len(chunks) == 1 else jnp.concatenate(chunks)
-    return LinearTransform(data=data, params=p, level=level, scale=scale, slots=n, baby=b,
+    return LinearTransform(data=data, units=None, params=p, level=level, scale=scale, slots=n, baby=b,
                            giants=tuple(giants))
 
 
@@ -245,6 +282,22 @@ def _rotation_key(evk: EvalKeys, step: int):
     if key is None:
         raise ValueError(f"no rotation key for step {step}; keys exist for steps {sorted(evk.rotations)}")
     return key
+
+
+def _plaintexts(lt: LinearTransform, entries, ring, ext, after) -> jax.Array:
+    """The giant step's plaintexts uint32[len(entries), L + alpha_p, N] (NTT, extended rows).
+    Compact plans expand them here, ordered after ``after`` (the running total) so that XLA
+    expands one giant step at a time instead of every diagonal of the program up front."""
+    i0 = entries[0][1]
+    data = lt.data[i0:i0 + len(entries)]
+    if not lt.compact:
+        return data
+    data, _ = jax.lax.optimization_barrier((data, after))
+    q = jnp.asarray(np.array([ring.primes[r] for r in ext], dtype=np.int32))[:, None]
+    lifted = jnp.remainder(data[:, None, :], q).astype(jnp.uint32)        # k mod q_r in [0, q_r)
+    units = lt.units[i0:i0 + len(entries)]
+    scaled = ops.mul_mod(lifted, jnp.broadcast_to(units[..., None], lifted.shape), ring, ext)
+    return ops.ntt(scaled, ring, ext)
 
 
 def double_hoisted(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: EvalKeys) -> Ciphertext:
@@ -268,9 +321,10 @@ def double_hoisted(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: E
     total = None
     for g, entries in lt.giants:
         acc = None
-        for b, i in entries:                     # sum_b pt_{g,b} rot_b, in QP
+        pts = _plaintexts(lt, entries, ring, ext, total if total is not None else dec)
+        for j, (b, _) in enumerate(entries):     # sum_b pt_{g,b} rot_b, in QP
             x = rots[b]
-            w = jnp.broadcast_to(lt.data[i][None], x.shape)
+            w = jnp.broadcast_to(pts[j], x.shape)
             term = ops.mul_mod(x, w, ring, ext)
             acc = term if acc is None else ops.add_mod(acc, term, ring, ext)
         if g:                                    # rot_g of the sum: c1 down, switched, back in QP

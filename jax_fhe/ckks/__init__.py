@@ -8,7 +8,7 @@ evaluator function is pure and works under ``jax.jit`` and ``jax.vmap``. Rescali
 :mod:`jax_fhe.rlwe.keyswitch` with the method the parameter set names (hybrid by default; "klss", or "auto" per level).
 """
 from .context import CKKSContext, RescaleTables, make_context
-from .encoder import decode, encode, encode_extended
+from .encoder import compact_coefficients, decode, encode, encode_extended
 from .encryption import decrypt, encrypt
 from .evaluator import add, level_down, mul, mul_i, neg, relinearize, rescale, scales_match, sub
 from .keys import (EvalKeys, KeySet, PublicKey, SecretKey, gen_galois_key, gen_public_key,
@@ -24,7 +24,8 @@ from .types import Ciphertext, Plaintext
 __all__ = [
     "CKKSContext", "CKKSParams", "Ciphertext", "EvalKeys", "HE_STD_128_TERNARY", "KeySet", "PRESETS",
     "Plaintext", "Precision", "PublicKey", "RescaleTables", "SecretKey", "add", "build_chain", "cat_n15",
-    "ckks_n15", "ckks_n16_boot", "conjugate", "decode", "decrypt", "encode", "encode_extended", "encrypt",
+    "ckks_n15", "ckks_n16_boot", "compact_coefficients", "conjugate", "decode", "decrypt", "encode",
+    "encode_extended", "encrypt",
     "gen_galois_key", "gen_public_key", "gen_relin_key", "gen_rotation_keys", "gen_secret_key",
     "gen_switching_key", "relinearize", "ModRaiseTables", "make_mod_raise_tables", "mod_raise", "switch_key",
     "keygen", "level_down", "make_context", "mul", "mul_i", "neg", "precision", "preset",

@@ -82,6 +82,34 @@ def integers_to_residues(x: np.ndarray, primes) -> np.ndarray:
     return out.astype(np.uint32)
 
 
+def scaled_coefficients(values, ctx: CKKSContext, *, level: int | None = None,
+                        scale: float | None = None, what: str = "encode") -> tuple:
+    """The integer coefficients of :func:`encode` before they become residues: (coeffs,
+    level, scale, slots) with ``coeffs`` integer-valued float64[..., N] = round(scale * c), c the
+    real coefficients of the polynomial whose slots are ``values`` (validated as in
+    :func:`encode`, whose errors these are)."""
+    ctx = check_context(ctx, what)
+    p = ctx.params
+    level = p.default_level if level is None else p.check_level(level)
+    scale = p.default_scale(level) if scale is None else float(scale)
+    if not (scale > 0 and math.isfinite(scale)):
+        raise ValueError(f"{what}: scale must be a finite positive number, got {scale}")
+    z = np.asarray(values)
+    if z.ndim < 1:
+        raise ValueError(f"{what}: values must have shape [..., slots]")
+    if not (np.issubdtype(z.dtype, np.number) or z.dtype == bool):
+        raise TypeError(f"{what}: values must be numbers, got {z.dtype}")
+    slots = check_slots(z.shape[-1], p.n)
+    z = z.astype(np.complex128)
+    if not np.all(np.isfinite(z)):
+        raise ValueError(f"{what}: values are not finite (NaN or infinity)")
+    full = np.tile(z, (1,) * (z.ndim - 1) + (p.slots // slots,))
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, as "too large"
+        coeffs = np.round(embed_inverse(full, p.n) * scale)
+    check_fits(coeffs, p, level, scale, what)
+    return coeffs, level, scale, slots
+
+
 def encode(values, ctx: CKKSContext, *, level: int | None = None, scale: float | None = None) -> Plaintext:
     """Encode values[..., n] (complex or real; n a power of two <= N/2 slots) as a
     :class:`Plaintext` at ``level`` (default: the params' encryption level) and ``scale``
@@ -92,25 +120,8 @@ def encode(values, ctx: CKKSContext, *, level: int | None = None, scale: float |
     Q_l, |round(scale * c)| <= (Q_l - 1) / 2 (a larger one would wrap and decode to a wrong
     number). |c| is at most max |value|, so values up to (Q_l / 2) / scale in magnitude always
     fit; the error names that bound."""
-    ctx = check_context(ctx, "encode")
+    coeffs, level, scale, slots = scaled_coefficients(values, ctx, level=level, scale=scale)
     p = ctx.params
-    level = p.default_level if level is None else p.check_level(level)
-    scale = p.default_scale(level) if scale is None else float(scale)
-    if not (scale > 0 and math.isfinite(scale)):
-        raise ValueError(f"encode: scale must be a finite positive number, got {scale}")
-    z = np.asarray(values)
-    if z.ndim < 1:
-        raise ValueError("encode: values must have shape [..., slots]")
-    if not (np.issubdtype(z.dtype, np.number) or z.dtype == bool):
-        raise TypeError(f"encode: values must be numbers, got {z.dtype}")
-    slots = check_slots(z.shape[-1], p.n)
-    z = z.astype(np.complex128)
-    if not np.all(np.isfinite(z)):
-        raise ValueError("encode: values are not finite (NaN or infinity)")
-    full = np.tile(z, (1,) * (z.ndim - 1) + (p.slots // slots,))
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, as "too large"
-        coeffs = np.round(embed_inverse(full, p.n) * scale)
-    check_fits(coeffs, p, level, scale, "encode")
     res = integers_to_residues(coeffs, p.primes(level))
     data = ops.ntt(jnp.asarray(res), ctx.ring, p.rows(level))
     return Plaintext(data=data, level=level, scale=scale, slots=slots, params=p)
@@ -120,15 +131,30 @@ def encode_extended(values, ctx: CKKSContext, *, level: int, scale: float) -> ja
     """The encoding of :func:`encode` on the rows of ``level`` *and* the special rows:
     uint32[..., L + alpha_p, N] (NTT), for multiplying ciphertexts held in the extended basis QP
     before ModDown (double-hoisted linear transforms)."""
-    pt = encode(values, ctx, level=level, scale=scale)
+    coeffs, level, scale, _ = scaled_coefficients(values, ctx, level=level, scale=scale,
+                                                  what="encode_extended")
     p = ctx.params
-    z = np.asarray(values)
-    full = np.tile(z.astype(np.complex128), (1,) * (z.ndim - 1) + (p.slots // pt.slots,))
-    coeffs = np.round(embed_inverse(full, p.n) * float(scale))
-    special = p.special_rows
-    res = integers_to_residues(coeffs, [p.all_primes[r] for r in special])
-    extra = ops.ntt(jnp.asarray(res), ctx.ring, special)
-    return jnp.concatenate([pt.data, extra], axis=-2)
+    rows = tuple(p.rows(level)) + tuple(p.special_rows)
+    res = integers_to_residues(coeffs, [p.all_primes[r] for r in rows])
+    return ops.ntt(jnp.asarray(res), ctx.ring, rows)
+
+
+def compact_coefficients(values, ctx: CKKSContext, *, level: int, scale: float, bits: int) -> tuple:
+    """The coefficients of :func:`encode` as small integers times powers of two, for plaintexts
+    expanded on the device (``ops.ntt_lift``) instead of stored as L residues per coefficient.
+
+    Returns (k, s): int32[..., N] and int64[...] with |k| <= 2^bits and 2^s k within
+    2^(s-1) of round(scale * c) coefficient by coefficient (exact when s = 0); s is the
+    smallest shift that fits each polynomial's largest coefficient in ``bits`` bits."""
+    if not 1 <= int(bits) <= 30:
+        raise ValueError(f"compact_coefficients: bits must be in [1, 30], got {bits}")
+    coeffs, _, _, _ = scaled_coefficients(values, ctx, level=level, scale=scale,
+                                          what="compact_coefficients")
+    big = np.max(np.abs(coeffs), axis=-1)
+    _, expo = np.frexp(big)                                  # big < 2^expo
+    s = np.maximum(expo.astype(np.int64) - int(bits), 0)
+    k = np.round(coeffs / np.ldexp(1.0, s)[..., None])       # exact division by a power of two
+    return k.astype(np.int32), s
 
 
 def check_fits(coeffs: np.ndarray, params, level: int, scale: float, what: str) -> None:

@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import ckks, circuits
 from ..ckks import CKKSContext, Ciphertext, EvalKeys
+from ..rns import progress_bar
 from . import model as _model
 from .activation import PolyReLU
 
@@ -228,8 +229,9 @@ class Plan:
     ops: the :class:`Op` list; slots: n; classes; act: the activation; bounds; start_level
     (the encrypted image's level); boot_level (a bootstrap's output level, None: none placed);
     bootstraps; diagonals (total); rotations (sorted steps of the linear layers);
-    diagonal_bytes / key_bytes: device memory of the encoded diagonals and of the rotation keys
-    (estimates from the RNS shapes); out_level; out_slots: the slots of the logits."""
+    diagonal_bytes / compact_bytes / key_bytes: device memory of the diagonals encoded, of the
+    diagonals compact (``circuits.make_linear_transform(..., compact=True)``) and of the rotation
+    keys (estimates from the RNS shapes); out_level; out_slots: the slots of the logits."""
 
     ops: list
     slots: int
@@ -246,12 +248,14 @@ class Plan:
     out_level: int
     out_slots: tuple = ()
     params_name: str = ""
+    compact_bytes: int = 0
 
     def summary(self) -> str:
         """A human-readable table of the plan."""
         lines = [f"plan for {self.params_name}: {self.slots} slots/image, activation depth {self.act.depth}, "
                  f"{self.bootstraps} bootstraps (to level {self.boot_level}), {self.diagonals} diagonals "
-                 f"({self.diagonal_bytes / 2**30:.1f} GiB encoded), {len(self.rotations)} rotation keys "
+                 f"({self.diagonal_bytes / 2**30:.1f} GiB encoded, {self.compact_bytes / 2**30:.1f} GiB compact), "
+                 f"{len(self.rotations)} rotation keys "
                  f"(+ bootstrapping's; {self.key_bytes / 2**30:.1f} GiB), logits at level {self.out_level}"]
         for op in self.ops:
             if op.kind == "linear":
@@ -281,7 +285,7 @@ def plan(spec, params, ckks_params, act: PolyReLU, bounds, *, input_shape=(32, 3
         start_level = boot_level if boot_level is not None else ckks_params.encryption_level
     level = {0: start_level}
     boots = 0
-    rotations, ndiag, dbytes = set(), 0, 0
+    rotations, ndiag, dbytes, cbytes = set(), 0, 0, 0
     N = ckks_params.n
 
     def need(v, k, what):
@@ -306,6 +310,7 @@ def plan(spec, params, ckks_params, act: PolyReLU, bounds, *, input_shape=(32, 3
             rotations |= {s % n for s in b} - {0}
             ndiag += len(d)
             dbytes += len(d) * (len(ckks_params.rows(op.level)) + ckks_params.alpha) * N * 4
+            cbytes += len(d) * (N + len(ckks_params.rows(op.level)) + ckks_params.alpha) * 4
         elif op.kind == "act":
             op.boot = need(op.src, act.depth, op.name)
             op.level = level[op.src]
@@ -321,7 +326,7 @@ def plan(spec, params, ckks_params, act: PolyReLU, bounds, *, input_shape=(32, 3
     return Plan(ops=ops, slots=n, classes=len(out_slots), out_slots=tuple(int(v) for v in out_slots), act=act, bounds=tuple(bounds), start_level=start_level,
                 boot_level=boot_level, bootstraps=boots, diagonals=ndiag, rotations=tuple(sorted(rotations)),
                 diagonal_bytes=dbytes, key_bytes=key_bytes, out_level=level[ops[-1].out],
-                params_name=ckks_params.name)
+                params_name=ckks_params.name, compact_bytes=cbytes)
 
 
 def _pack(p: Plan, images, input_shape=None) -> np.ndarray:
@@ -383,7 +388,7 @@ class CompiledModel:
     plan: the :class:`Plan`; transforms: {op index: LinearTransform}; ctx; boot (a
     :class:`jax_fhe.circuits.Bootstrapper` or None); fn: the jitted function
     (image ciphertext, evk, boot keys, transforms) -> logits ciphertext (at ``plan.out_slots``); encode_s: host seconds
-    spent encoding diagonals."""
+    spent encoding diagonals; compact: whether they are held compact (expanded in the program)."""
 
     plan: Plan
     transforms: dict
@@ -391,6 +396,7 @@ class CompiledModel:
     boot: object
     fn: object
     encode_s: float
+    compact: bool = False
 
     def __call__(self, ct: Ciphertext, keys) -> Ciphertext:
         """Encrypted logits (at ``plan.out_slots``) of the encrypted image ``ct``."""
@@ -398,9 +404,27 @@ class CompiledModel:
         return self.fn(ct, evk, bk, self.transforms)
 
 
-def compile_model(p: Plan, ctx: CKKSContext, boot=None) -> CompiledModel:
+# the share of a device's memory the encoded diagonals may take before compile_model holds them
+# compact; without a memory figure (the CPU), this many bytes
+COMPACT_SHARE, COMPACT_DEFAULT_BYTES = 0.25, 16 << 30
+
+
+def _device_bytes() -> int | None:
+    import jax
+    stats = jax.devices()[0].memory_stats() or {}
+    return stats.get("bytes_limit")
+
+
+def compile_model(p: Plan, ctx: CKKSContext, boot=None, *, compact: bool | None = None,
+                  progress: bool | None = None) -> CompiledModel:
     """Encode every linear layer's diagonals at its level and build the jitted program.
-    ``boot``: the bootstrapper (slots = ``p.slots``) when the plan bootstraps."""
+    ``boot``: the bootstrapper (slots = ``p.slots``) when the plan bootstraps. ``compact``: hold
+    the diagonals compact and expand them inside the program (``plan.compact_bytes`` instead of
+    ``plan.diagonal_bytes`` of device memory, a forward NTT per diagonal per inference, the
+    weights rounded as :func:`jax_fhe.circuits.lintrans.make_linear_transform` says); default:
+    compact when the encoded diagonals would take more than a quarter of the device's memory
+    (16 GiB where the device reports none). ``progress``: a bar over the layers (default: when
+    there are more than 1,000 diagonals)."""
     import jax
 
     if p.bootstraps and boot is None:
@@ -408,15 +432,21 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None) -> CompiledModel:
     if boot is not None and (boot.output_level != p.boot_level or boot.slots != p.slots):
         raise ValueError(f"compile_model: bootstrapper (slots {boot.slots}, output level {boot.output_level}) "
                          f"does not match the plan (slots {p.slots}, boot level {p.boot_level})")
+    if compact is None:
+        limit = _device_bytes()
+        compact = p.diagonal_bytes > (COMPACT_SHARE * limit if limit else COMPACT_DEFAULT_BYTES)
     t0 = time.perf_counter()
     cp = ctx.params
 
     def lt_scale(level):  # lands a default-scale input on the default scale of level - 1
         return float(cp.default_scale(level - 1)) * float(cp.ratio(level)) / float(cp.default_scale(level))
 
-    transforms = {i: circuits.make_linear_transform({k: d.astype(np.complex128) for k, d in op.diagonals(p.slots).items()},
-                                                    ctx, op.level, scale=lt_scale(op.level))
-                  for i, op in enumerate(p.ops) if op.kind == "linear"}
+    linear = [(i, op) for i, op in enumerate(p.ops) if op.kind == "linear"]
+    transforms = {}
+    for i, op in progress_bar(linear, progress, auto=p.diagonals > 1000, desc="diagonals", unit="layer"):
+        diags = {k: d.astype(np.complex128) for k, d in op.diagonals(p.slots).items()}
+        transforms[i] = circuits.make_linear_transform(diags, ctx, op.level, scale=lt_scale(op.level),
+                                                       compact=compact)
     encode_s = time.perf_counter() - t0
     bias_cache: dict = {}
 
@@ -453,7 +483,8 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None) -> CompiledModel:
                 vals[op.out] = ckks.add(vals[op.src], vals[op.src2], ctx)
         return vals[p.ops[-1].out]
 
-    return CompiledModel(plan=p, transforms=transforms, ctx=ctx, boot=boot, fn=jax.jit(program), encode_s=encode_s)
+    return CompiledModel(plan=p, transforms=transforms, ctx=ctx, boot=boot, fn=jax.jit(program), encode_s=encode_s,
+                         compact=compact)
 
 
 def gen_keys(ctx: CKKSContext, sk, p: Plan, boot=None, rng=None, *, progress: bool | None = None):
