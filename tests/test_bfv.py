@@ -193,6 +193,27 @@ def test_every_operation(env, rng):
         print(f"{what:24s} measured {measured:7.2f}  bound {bound:7.2f}")
 
 
+def test_mul_operand(env, rng):
+    """mul with a MulOperand (the plaintext lifted and transformed once) gives the same bits as
+    with the Plaintext, eagerly, under jit and vmapped over a batch of operands; a Ciphertext or
+    another parameter set's operand is refused."""
+    ctx, keys = env
+    p = ctx.params
+    a, c = _slots(rng, p), _slots(rng, p, (3,))
+    x = _enc(a, ctx, keys, 1)
+    pcs = bfv.encode(c, ctx)
+    ops_ = jax.jit(bfv.mul_operand)(pcs, ctx)
+    assert isinstance(ops_, bfv.MulOperand) and ops_.data.shape == (3, p.num_q, p.n) and ops_.level is None
+    want = bfv.mul(x, pcs, ctx)
+    np.testing.assert_array_equal(np.asarray(bfv.mul(x, ops_, ctx).data), np.asarray(want.data))
+    np.testing.assert_array_equal(np.asarray(jax.jit(bfv.mul)(x, ops_, ctx).data), np.asarray(want.data))
+    assert np.array_equal(_dec(bfv.mul(x, ops_, ctx), ctx, keys), a * c % p.plain_modulus)
+    with pytest.raises(TypeError, match="MulOperand"):
+        bfv.add(x, ops_, ctx)
+    with pytest.raises(ValueError, match="MulOperand data"):
+        bfv.mul(x, bfv.MulOperand(data=ops_.data[..., :1, :], params=p), ctx)
+
+
 @pytest.mark.parametrize("name", ["toy-n12", "toy-n10"])
 def test_depth(name, toy12, toy10, put, rng):
     """x <- relin(x * rotate(x, 1)) + c, to the preset's maximum depth: exact decryption and

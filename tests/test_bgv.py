@@ -173,6 +173,28 @@ def test_every_operation(env, rng):
         print(f"{what:24s} level {level}  measured {measured:7.2f}  bound {bound:7.2f}")
 
 
+def test_mul_operand(env, rng):
+    """mul with a MulOperand prepared at the ciphertext's level gives the same bits as with the
+    Plaintext (also under jit, and below the top level); one prepared for another level is
+    refused with the level to use."""
+    ctx, keys = env
+    p = ctx.params
+    top = p.max_level
+    a, c = _slots(rng, p), _slots(rng, p)
+    pc = bgv.encode(c, ctx)
+    for level in (top, top - 1):
+        x = _enc(a, ctx, keys, 3, level=level)
+        op = jax.jit(bgv.mul_operand, static_argnums=2)(pc, ctx, level)
+        assert op.level == level and op.data.shape == (len(p.rows(level)), p.n)
+        want = bgv.mul(x, pc, ctx)
+        np.testing.assert_array_equal(np.asarray(jax.jit(bgv.mul)(x, op, ctx).data), np.asarray(want.data))
+        assert np.array_equal(_dec(bgv.mul(x, op, ctx), ctx, keys), a * c % p.plain_modulus)
+    with pytest.raises(ValueError, match=f"level={top - 1}"):
+        bgv.mul(x, bgv.mul_operand(pc, ctx), ctx)
+    with pytest.raises(TypeError, match="MulOperand"):
+        bgv.sub(x, op, ctx)
+
+
 @pytest.mark.parametrize("name", ["toy-n12", "toy-n10"])
 def test_depth(name, toy12, toy10, put, rng):
     """x <- switch(relin(x * rotate(x, 1))) + c to the preset's maximum depth: exact decryption

@@ -3,7 +3,7 @@
 Every function takes the ciphertexts first, then the :class:`BFVContext`, then keys; all are
 arguments, so ``jax.jit`` and ``jax.vmap`` (over the leading axes of ``data``) apply directly.
 Second operands may be a Ciphertext, a :class:`Plaintext` or a Python int (a constant in every
-slot; static under jit). Rotation steps are static ints.
+slot; static under jit); :func:`mul` also takes a :class:`MulOperand` (:func:`mul_operand`). Rotation steps are static ints.
 
 Multiplication (scale-and-round in RNS, after Halevi–Polyakov–Shoup, with exact conversions):
 
@@ -35,7 +35,7 @@ from ..rns.shoup import device_u32
 from .context import BFVContext, check_context
 from .encryption import check_ct, lifted_message, scaled_message
 from .keys import EvalKeys, check_eval_keys, normalize_step
-from .types import Ciphertext, Plaintext, check_plaintext
+from .types import Ciphertext, MulOperand, Plaintext, check_mul_operand, check_plaintext
 
 
 # -- operands ------------------------------------------------------------------------------------
@@ -89,7 +89,7 @@ def _const(c: int, ctx: BFVContext, *, scaled: bool) -> jax.Array:
     return device_u32([val % q for q in ctx.params.q_primes])[:, None]
 
 
-def _operands(a, b, ctx, what, any_degree=False):
+def _operands(a, b, ctx, what, any_degree=False, operand=False):
     ctx = check_context(ctx, what)
     if not isinstance(a, Ciphertext) and isinstance(b, Ciphertext):
         a, b = b, a
@@ -99,10 +99,21 @@ def _operands(a, b, ctx, what, any_degree=False):
         check_ct(b, ctx, what, any_degree=any_degree)
     elif isinstance(b, Plaintext):
         check_plaintext(b, ctx.params, what)
+    elif isinstance(b, MulOperand) and operand:
+        check_mul_operand(b, ctx.params, ctx.params.num_q, None, what)
     elif not _is_int(b):
-        raise TypeError(f"{what}: the second operand must be a bfv.Ciphertext, a Plaintext or an int, "
+        extra = ", a MulOperand" if operand else ""
+        raise TypeError(f"{what}: the second operand must be a bfv.Ciphertext, a Plaintext{extra} or an int, "
                         f"got {type(b).__name__}")
     return a, b, ctx
+
+
+def mul_operand(pt: Plaintext, ctx: BFVContext) -> MulOperand:
+    """``pt`` prepared for :func:`mul`: lifted to the q primes and NTT-transformed once, so that
+    each product with it is one element-wise pass. Works under jit and vmap."""
+    ctx = check_context(ctx, "mul_operand")
+    check_plaintext(pt, ctx.params, "mul_operand")
+    return MulOperand(data=lifted_message(pt.data, ctx), params=ctx.params)
 
 
 # -- addition ------------------------------------------------------------------------------------
@@ -218,11 +229,15 @@ def mul(a: Ciphertext, b, ctx: BFVContext, evk: EvalKeys | None = None, *,
         relinearize: bool = True) -> Ciphertext:
     """a * b (slot-wise mod t) for b a Ciphertext (scale-and-round, then relinearized with
     ``evk.relin`` unless ``relinearize=False``, which returns a degree-2 ciphertext), a
-    Plaintext or an int (no key needed)."""
-    a, b, ctx = _operands(a, b, ctx, "mul", any_degree=True)
+    Plaintext, a :class:`MulOperand` (the plaintext already lifted and transformed) or an int
+    (no key needed)."""
+    a, b, ctx = _operands(a, b, ctx, "mul", any_degree=True, operand=True)
     if isinstance(b, Ciphertext):
         return _mul_ct(a, b, ctx, evk, relinearize, "mul")
-    w = lifted_message(b.data, ctx) if isinstance(b, Plaintext) else _const(b, ctx, scaled=False)
+    if isinstance(b, MulOperand):
+        w = b.data
+    else:
+        w = lifted_message(b.data, ctx) if isinstance(b, Plaintext) else _const(b, ctx, scaled=False)
     return a.replace(data=_mul_poly(a.data, w, ctx))
 
 

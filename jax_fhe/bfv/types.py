@@ -30,6 +30,23 @@ class Plaintext:
 
 
 @pytree_dataclass
+class MulOperand:
+    """A plaintext prepared for ciphertext x plaintext products (``bfv.mul_operand``,
+    ``bgv.mul_operand``): the centered lift [m]_t on the primes of ``level``, NTT domain:
+    ``data`` uint32[..., L, N]. A product with it is one element-wise pass (a Plaintext is
+    lifted and transformed inside every product). Static ``params``; ``level`` (BGV: the
+    ciphertexts' level it multiplies; BFV: None, every q prime)."""
+
+    data: jax.Array
+    params: RLWEParams = static_field()
+    level: int | None = static_field(default=None)
+
+    def __repr__(self) -> str:
+        at = "" if self.level is None else f", level={self.level}"
+        return f"MulOperand(shape={tuple(self.data.shape)}{at}, params={self.params.name!r})"
+
+
+@pytree_dataclass
 class Ciphertext(RLWECiphertext):
     """A BFV ciphertext: data uint32[..., k, L, N] (NTT domain, every q prime; k = 2, or 3 after
     ``mul(..., relinearize=False)``). ``ct[i]`` indexes the batch axes."""
@@ -53,6 +70,20 @@ def check_plaintext(pt, params, what: str) -> Plaintext:
     if pt.data.ndim < 1 or pt.data.shape[-1] != params.n:
         raise ValueError(f"{what}: plaintext data has shape {tuple(pt.data.shape)}, expected [..., {params.n}]")
     return pt
+
+
+def check_mul_operand(b, params, rows: int, level, what: str) -> MulOperand:
+    """Raise unless ``b`` is a MulOperand of ``params`` at ``level`` with data uint32[..., rows, N]."""
+    if b.params != params:
+        raise ValueError(f"{what}: the MulOperand is for {b.params.name!r}, not {params.name!r}")
+    if b.level != level:
+        raise ValueError(f"{what}: the MulOperand was prepared for level {b.level}, the ciphertext is at "
+                         f"level {level} (mul_operand(pt, ctx, level={level}))")
+    dtype = getattr(b.data, "dtype", None)
+    if dtype is None or np.dtype(dtype) != np.uint32 or b.data.ndim < 2 or b.data.shape[-2:] != (rows, params.n):
+        raise ValueError(f"{what}: MulOperand data must be uint32[..., {rows}, {params.n}], got "
+                         f"{dtype}{list(getattr(b.data, 'shape', ()))}")
+    return b
 
 
 def check_data(x, params, rows: int, what: str, *, any_degree: bool) -> None:

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 
 from .. import ops
 from ..bfv.keys import EvalKeys, check_eval_keys, normalize_step
-from ..bfv.types import Plaintext, check_plaintext
+from ..bfv.types import MulOperand, Plaintext, check_mul_operand, check_plaintext
 from ..ops import take_limbs
 from ..rlwe import galois, keyswitch, plainmod
 from ..rns.shoup import device_u32
@@ -119,7 +119,7 @@ def _is_int(x) -> bool:
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
-def _operands(a, b, ctx, what, any_degree=False):
+def _operands(a, b, ctx, what, any_degree=False, operand=False):
     ctx = check_context(ctx, what)
     if not isinstance(a, Ciphertext) and isinstance(b, Ciphertext):
         a, b = b, a
@@ -131,10 +131,23 @@ def _operands(a, b, ctx, what, any_degree=False):
         check_ct(b, ctx, what, any_degree=any_degree)
     elif isinstance(b, Plaintext):
         check_plaintext(b, ctx.params, what)
+    elif isinstance(b, MulOperand) and operand:
+        check_mul_operand(b, ctx.params, len(ctx.params.rows(a.level)), a.level, what)
     elif not _is_int(b):
-        raise TypeError(f"{what}: the second operand must be a bgv.Ciphertext, a Plaintext or an int, "
+        extra = ", a MulOperand" if operand else ""
+        raise TypeError(f"{what}: the second operand must be a bgv.Ciphertext, a Plaintext{extra} or an int, "
                         f"got {type(b).__name__}")
     return a, b, ctx
+
+
+def mul_operand(pt: Plaintext, ctx: BGVContext, level: int | None = None) -> MulOperand:
+    """``pt`` prepared for :func:`mul` with ciphertexts at ``level`` (default: the top): lifted to
+    that level's primes and NTT-transformed once, so that each product with it is one
+    element-wise pass. Works under jit and vmap."""
+    ctx = check_context(ctx, "mul_operand")
+    check_plaintext(pt, ctx.params, "mul_operand")
+    level = ctx.params.max_level if level is None else ctx.params.check_level(level)
+    return MulOperand(data=lifted_message(pt.data, ctx, level, 1), params=ctx.params, level=level)
 
 
 def _pad_size(x, size: int):
@@ -256,12 +269,13 @@ def _mul_ct(a, b, ctx, evk, relinearize, what):
 
 def mul(a: Ciphertext, b, ctx: BGVContext, evk: EvalKeys | None = None, *, relinearize: bool = True) -> Ciphertext:
     """a * b (slot-wise mod t) for b a Ciphertext (at the lower of the two levels, relinearized
-    with ``evk.relin`` unless ``relinearize=False``), a Plaintext or an int. No modulus switch:
+    with ``evk.relin`` unless ``relinearize=False``), a Plaintext, a :class:`MulOperand` at a's
+    level (:func:`mul_operand`) or an int. No modulus switch:
     call :func:`mod_switch` after it (the usual BGV schedule)."""
-    a, b, ctx = _operands(a, b, ctx, "mul", any_degree=True)
+    a, b, ctx = _operands(a, b, ctx, "mul", any_degree=True, operand=True)
     if isinstance(b, Ciphertext):
         return _mul_ct(a, b, ctx, evk, relinearize, "mul")
-    w = _plain_term(b, a, ctx, 1)
+    w = b.data if isinstance(b, MulOperand) else _plain_term(b, a, ctx, 1)
     rows = ctx.params.rows(a.level)
     w = jnp.expand_dims(w, -3)
     shape = jnp.broadcast_shapes(a.data.shape, w.shape)
