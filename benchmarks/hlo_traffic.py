@@ -268,7 +268,7 @@ def _abstract_linear_transform(diags, ctx, level, *, baby=None, scale=None):
         count += len(bs)
     rows = len(p.rows(level)) + len(ctx.keyswitch_tables(level).special_rows)
     data = jax.ShapeDtypeStruct((count, rows, p.n), np.uint32)
-    return lintrans.LinearTransform(data=data, params=p, level=level,
+    return lintrans.LinearTransform(data=data, units=None, params=p, level=level,
                                     scale=float(p.ratio(level)) if scale is None else float(scale),
                                     slots=n, baby=b, giants=tuple(giants))
 

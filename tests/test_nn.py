@@ -150,3 +150,59 @@ def test_encrypted_small_cnn_toy_bootstrapped(toy_boot_context):
     err = np.abs(got - want).max() / np.abs(want).max()
     assert np.log2(err) < -20, err
     print(f"bootstrapped: 2^{np.log2(err):.1f}")
+
+
+def _abstract_keys(p, steps):
+    """EvalKeys / BootstrapKeys of ShapeDtypeStructs (tracing only: nothing generated)."""
+    import jax
+    from jax_fhe import rlwe
+    dnum = -(-p.num_q // p.alpha)
+    key = lambda: rlwe.KeySwitchKey(data=jax.ShapeDtypeStruct((dnum, 2, len(p.all_primes), p.n), np.uint32),  # noqa: E731
+                                    alpha=p.alpha, num_q=p.num_q)
+    evk = ckks.EvalKeys(relin=key(), rotations={s: key() for s in sorted(steps)}, conjugation=key(), params=p)
+    return evk, circuits.BootstrapKeys(evk=evk, to_sparse=key(), to_dense=key())
+
+
+def _abstract(tree):
+    import jax
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
+
+
+def test_composite_relu_lands_on_the_default_scale():
+    """The composite ReLU's output (x times the last sign stage, rescaled) carries its level's
+    default scale at n16-boot (a bootstrap after it requires it; traced only)."""
+    import jax
+    cp = ckks.preset("n16-boot")
+    ctx = ckks.make_context(cp)
+    act = activation.PolyReLU(sign=activation.composite_sign((7, 15, 15), 2.0 ** -7))
+    evk, _ = _abstract_keys(cp, ())
+    ct = ckks.Ciphertext(data=jax.ShapeDtypeStruct((2, len(cp.rows(12)), cp.n), np.uint32), level=12,
+                         scale=cp.default_scale(12), slots=cp.slots, params=cp)
+    out = jax.eval_shape(lambda c, k, x: act.encrypted(c, x, k), ct, evk, _abstract(ctx))
+    assert out.level == 12 - act.depth
+    assert ckks.scales_match(out.scale, cp.default_scale(out.level), cp), (out.scale, cp.default_scale(out.level))
+
+
+def test_bootstrapped_value_read_twice(toy_boot_context):
+    """A residual block whose input is bootstrapped before conv1 also reads the bootstrapped
+    value in its shortcut (the plan's levels; a level-0 read would raise): the whole program
+    traces to the plan's output level on toy-boot-n12 (jax.eval_shape: nothing computed)."""
+    import jax
+    ctx = toy_boot_context
+    params, x = _small(cin=2)
+    bounds = compiler.calibrate(SMALL, params, x)
+    act = activation.PolyReLU(sign=activation.composite_sign((3,), 2.0 ** -3))
+    probe = compiler.plan(SMALL, params, ctx.params, act, bounds, input_shape=(8, 8, 2), boot_level=ctx.params.max_level)
+    boot = circuits.make_bootstrapper(ctx, circuits.BootstrapConfig(slots=probe.slots))
+    p = compiler.plan(SMALL, params, ctx.params, act, bounds, input_shape=(8, 8, 2), boot_level=boot.output_level)
+    assert p.bootstraps >= 2
+    readers = [op for op in p.ops if op.kind == "linear" and not op.boot and op.level == p.boot_level
+               and any(o.boot and o.src == op.src for o in p.ops)]
+    assert readers, "the spec should have a shortcut reading a bootstrapped value"
+    model = compiler.compile_model(p, ctx, boot)
+    evk, bk = _abstract_keys(ctx.params, set(p.rotations) | set(boot.rotation_steps()))
+    cp = ctx.params
+    ct = ckks.Ciphertext(data=jax.ShapeDtypeStruct((2, len(cp.rows(p.start_level)), cp.n), np.uint32),
+                         level=p.start_level, scale=cp.default_scale(p.start_level), slots=p.slots, params=cp)
+    out = jax.eval_shape(model.fn, ct, evk, bk, model.transforms, model.biases, ctx, boot)
+    assert out.level == p.out_level

@@ -162,4 +162,8 @@ class PolyReLU:
         s = ct
         for p in self.sign.stages[:-1] + (self.half_last,):
             s = circuits.evaluate(s, p, ctx, evk)
-        return ckks.mul(ckks.level_down(ct, ctx, s.level), s, ctx, evk)
+        # x brought down at the scale that puts x * s, after its rescale, on the default scale of
+        # level s.level - 1 (a bootstrap or a linear layer may follow and expects it)
+        cp, lvl = ctx.params, s.level
+        x_scale = float(cp.default_scale(lvl - 1)) * float(cp.ratio(lvl)) / float(s.scale)
+        return ckks.mul(ckks.level_down(ct, ctx, lvl, scale=x_scale), s, ctx, evk)

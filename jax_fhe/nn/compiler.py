@@ -387,8 +387,9 @@ class CompiledModel:
 
     plan: the :class:`Plan`; transforms: {op index: LinearTransform}; ctx; boot (a
     :class:`jax_fhe.circuits.Bootstrapper` or None); fn: the jitted function
-    (image ciphertext, evk, boot keys, transforms) -> logits ciphertext (at ``plan.out_slots``); encode_s: host seconds
-    spent encoding diagonals; compact: whether they are held compact (expanded in the program)."""
+    (image ciphertext, evk, boot keys, transforms, biases, ctx, boot) -> logits ciphertext (at
+    ``plan.out_slots``); encode_s: host seconds spent encoding diagonals; compact: whether they are
+    held compact (expanded in the program); biases: {op index: Plaintext}."""
 
     plan: Plan
     transforms: dict
@@ -397,11 +398,12 @@ class CompiledModel:
     fn: object
     encode_s: float
     compact: bool = False
+    biases: dict = dataclasses.field(default_factory=dict)
 
     def __call__(self, ct: Ciphertext, keys) -> Ciphertext:
         """Encrypted logits (at ``plan.out_slots``) of the encrypted image ``ct``."""
         evk, bk = keys
-        return self.fn(ct, evk, bk, self.transforms)
+        return self.fn(ct, evk, bk, self.transforms, self.biases, self.ctx, self.boot)
 
 
 # the share of a device's memory the encoded diagonals may take before compile_model holds them
@@ -447,31 +449,27 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None, *, compact: bool | None 
         diags = {k: d.astype(np.complex128) for k, d in op.diagonals(p.slots).items()}
         transforms[i] = circuits.make_linear_transform(diags, ctx, op.level, scale=lt_scale(op.level),
                                                        compact=compact)
+    # the biases at the level and scale a linear layer's output has (the default scale of op.level - 1)
+    biases = {i: ckks.encode(op.bias, ctx, level=op.level - 1, scale=cp.default_scale(op.level - 1))
+              for i, op in linear if op.bias is not None and np.any(op.bias)}
     encode_s = time.perf_counter() - t0
-    bias_cache: dict = {}
 
-    def add_bias(i, ct, bias):
-        key = (i, ct.level, ct.scale)
-        if key not in bias_cache:   # host encoding at trace time (a constant of the program)
-            bias_cache[key] = ckks.encode(bias, ctx, level=ct.level, scale=ct.scale)
-        return ckks.add(ct, bias_cache[key], ctx)
-
-    def program(ct, evk, bk, lts):
+    # everything with arrays (keys, plans, biases, the context, the bootstrapper) is an argument,
+    # never a closure: closed-over arrays would become constants of the executable
+    def program(ct, evk, bk, lts, biases, ctx, boot):
         vals = {0: ct}
         done = {}
 
-        def get(v, boot_it):
-            if not boot_it:
-                return vals[v]
-            if v not in done:
+        def get(v, boot_it):   # once bootstrapped (the plan's level for v), every later reader gets that
+            if v not in done and boot_it:
                 done[v] = circuits.bootstrap(vals[v], ctx, boot, bk)
-            return done[v]
+            return done.get(v, vals[v])
 
         for i, op in enumerate(p.ops):
             if op.kind == "linear":
                 x = get(op.src, op.boot)
                 y = circuits.linear_transform(x, lts[i], ctx, evk)
-                vals[op.out] = add_bias(i, y, op.bias) if op.bias is not None and np.any(op.bias) else y
+                vals[op.out] = ckks.add(y, biases[i], ctx) if i in biases else y
             elif op.kind == "act":
                 vals[op.out] = p.act.encrypted(get(op.src, op.boot), ctx, evk)
             elif op.kind == "rotsum":
@@ -484,7 +482,7 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None, *, compact: bool | None 
         return vals[p.ops[-1].out]
 
     return CompiledModel(plan=p, transforms=transforms, ctx=ctx, boot=boot, fn=jax.jit(program), encode_s=encode_s,
-                         compact=compact)
+                         compact=compact, biases=biases)
 
 
 def gen_keys(ctx: CKKSContext, sk, p: Plan, boot=None, rng=None, *, progress: bool | None = None):
