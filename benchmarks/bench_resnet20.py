@@ -4,9 +4,11 @@
     python benchmarks/bench_resnet20.py --layers 4 --runs 3                # conv + stage 1 only (timing, ~8 GiB of diagonals)
     python benchmarks/bench_resnet20.py --quick                            # INSECURE toy-boot-n12 CNN (checks the script)
 
-Timing: the first call (compilation + one run), then --runs warm calls on one image (seconds
-per image: their median); the bootstrap share = (bootstraps in the plan) x (one bootstrap's
-median time, measured apart) / per-image time. Accuracy: --images images encrypted, their
+Timing (--mode: the staged runner, one jitted call per op, or the whole program as one
+executable): the first call (compilation + one run), then --runs warm calls on one image
+(seconds per image: their median); then one staged call with each op waited for gives the split
+by layer and by kind (bootstrap, linear, act, add, rotsum); the bootstrap share = (bootstraps in
+the plan) x (one bootstrap's time in that split) / per-image time. Accuracy: --images images encrypted, their
 predictions against the labels and against the polynomial (plaintext) model; the float ReLU
 and polynomial models' accuracies on --eval images beside them. Prints a table; ``--out FILE``
 writes JSON; ``--results`` merges the row into benchmarks/results/apps.json (the results page).
@@ -44,6 +46,9 @@ def main() -> None:
     ap.add_argument("--diagonals", choices=("auto", "encoded", "compact"), default="auto",
                     help="hold the layers' diagonals encoded, or compact and expanded in the program "
                          "(auto: compact when encoded they would take over a quarter of the device)")
+    ap.add_argument("--mode", choices=("staged", "whole"), default="staged",
+                    help="time one jitted call per op (staged: identical stages compile once) or the whole "
+                         "program as one executable (whole: one compilation of everything)")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     import results
     results.add_argument(ap, "apps")
@@ -81,33 +86,35 @@ def main() -> None:
     print(f"keys {t1 - t0:.1f} s, diagonals {'compact' if model.compact else 'encoded'} {model.encode_s:.1f} s; memory: "
           + ", ".join(f"{k[:-4]} {v:.2f} GiB" for k, v in mem.items()))
     ct = compiler.encrypt_image(x[0], p, ctx, keys.public, rng)
+    infer = model.staged if args.mode == "staged" else model
     t0 = time.perf_counter()
-    jax.block_until_ready(model(ct, ek))
+    jax.block_until_ready(infer(ct, ek))
     first = time.perf_counter() - t0
+    print(f"first call ({args.mode}: compilation + one run) {first:.1f} s", flush=True)
     times = []
     for _ in range(args.runs):
         t0 = time.perf_counter()
-        jax.block_until_ready(model(ct, ek))
+        jax.block_until_ready(infer(ct, ek))
         times.append(time.perf_counter() - t0)
     per_image = statistics.median(times)
-    boot_s = None
-    if p.bootstraps:
-        bfn = jax.jit(lambda c, k: circuits.bootstrap(c, ctx, boot, k))
-        c0 = ckks.level_down(ct, ctx, 0, scale=ctx.params.default_scale(0))
-        jax.block_until_ready(bfn(c0, ek[1]))
-        bt = []
-        for _ in range(max(args.runs, 3)):
-            t0 = time.perf_counter()
-            jax.block_until_ready(bfn(c0, ek[1]))
-            bt.append(time.perf_counter() - t0)
-        boot_s = statistics.median(bt)
-    logits, _ = compiler.run(model, x[:args.images], ek, keys.public, keys.secret, rng)
+    # the split: one staged call with every op waited for (its total exceeds a plain call by the waits)
+    split = {}
+    jax.block_until_ready(model.staged(ct, ek, timings=split))
+    kinds = {op.name: op.kind for op in p.ops}
+    by_kind = {}
+    for name, sec in split.items():
+        k = "bootstrap" if name == "bootstrap" else kinds[name]
+        by_kind[k] = by_kind.get(k, 0.0) + sec
+    print("split (s): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])))
+    boot_s = split["bootstrap"] / p.bootstraps if p.bootstraps else None
+    logits, _ = compiler.run(model, x[:args.images], ek, keys.public, keys.secret, rng, staged=args.mode == "staged")
     pred = logits.argmax(1)
     want = compiler.simulate(p, x[:args.images])
     err = float(np.abs(logits - want).max() / np.abs(want).max())
     out = dict(device=dev.device_kind, preset=preset, layers=args.layers or len(spec), slots=p.slots, bootstraps=p.bootstraps,
                diagonals=p.diagonals, compact=model.compact, rotation_keys=len(p.rotations), first_call_s=first,
-               per_image_s=per_image, runs_s=times, bootstrap_s=boot_s,
+               mode=args.mode, per_image_s=per_image, runs_s=times, bootstrap_s=boot_s, split_s=by_kind,
+               split_layers_s=split,
                bootstrap_share=(p.bootstraps * boot_s / per_image) if boot_s else None,
                images=args.images, encrypted_accuracy=float(np.mean(pred == y[:args.images])),
                encrypted_agreement_poly=float(np.mean(pred == poly[:args.images])),
@@ -123,8 +130,8 @@ def main() -> None:
         name = "ResNet-20 CIFAR-10, one image" if not args.quick else "toy CNN (INSECURE), one image"
         row = results.entry(f"nn/resnet20/{preset}", name, f"{preset}, {p.slots} slots, {p.bootstraps} bootstraps",
                             dev.device_kind, unit="ms", time=round(1e3 * per_image, 1),
-                            notes=f"encrypted accuracy {100 * out['encrypted_accuracy']:.1f}% on {args.images}, "
-                                  f"first call {first:.1f} s")
+                            notes=f"{args.mode}; encrypted accuracy {100 * out['encrypted_accuracy']:.1f}% on "
+                                  f"{args.images}, first call {first:.1f} s")
         results.merge(args.results, "apps", [row])
 
 

@@ -56,6 +56,9 @@ def main():
     ap.add_argument("--diagonals", choices=("auto", "encoded", "compact"), default="auto",
                     help="hold the layers' diagonals encoded, or compact and expanded in the program "
                          "(auto: compact when encoded they would take over a quarter of the device)")
+    ap.add_argument("--mode", choices=("staged", "whole"), default="staged",
+                    help="one jitted call per op (identical stages compile once) or the whole network as one "
+                         "XLA executable (one long compilation)")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and plaintext accuracies only")
     ap.add_argument("--quick", action="store_true", help="INSECURE toy-boot-n12, a 2-layer CNN on 8x8 inputs")
     ap.add_argument("--layers", type=int, default=None,
@@ -96,10 +99,11 @@ def main():
     print(f"diagonals {'compact' if model.compact else 'encoded'}: {model.encode_s:.1f} s")
     imgs = x[:args.images]
     ct = compiler.encrypt_image(imgs[0], p, ctx, keys.public, rng)
+    staged = args.mode == "staged"
     t0 = time.perf_counter()
-    jax.block_until_ready(model(ct, ek))
-    print(f"first call (compilation + run): {time.perf_counter() - t0:.1f} s")
-    logits, per_image = compiler.run(model, imgs, ek, keys.public, keys.secret, rng)
+    jax.block_until_ready((model.staged if staged else model)(ct, ek))
+    print(f"first call ({args.mode}: compilation + run): {time.perf_counter() - t0:.1f} s")
+    logits, per_image = compiler.run(model, imgs, ek, keys.public, keys.secret, rng, staged=staged)
     want = compiler.simulate(p, imgs)
     poly_pred = compiler.polynomial_forward(spec, params, imgs, act, bounds).argmax(1)
     pred = logits.argmax(1)

@@ -116,6 +116,12 @@ def _encrypted(ctx, boot: bool, compact: bool = False):
     assert model.compact == compact
     ek = compiler.gen_keys(ctx, keys.secret, p, b, rng)
     logits, _ = compiler.run(model, x[:1], ek, keys.public, keys.secret, rng)
+    # the staged runner (one jitted call per op) computes the same bits as the whole program
+    ct = compiler.encrypt_image(x[1], p, ctx, keys.public, rng)
+    timings = {}
+    staged = model.staged(ct, ek, timings=timings)
+    np.testing.assert_array_equal(np.asarray(staged.data), np.asarray(model(ct, ek).data))
+    assert set(timings) == {op.name for op in p.ops} | ({"bootstrap"} if p.bootstraps else set())
     return p, logits, compiler.simulate(p, x[:1])
 
 

@@ -175,9 +175,10 @@ class LinearTransform:
             products are taken in the extended basis), scale ``scale``; one per (g, b).
             compact: int32[P, N], the coefficients k of each p with p = 2^s k (module doc).
     units:  compact only: uint32[P, L + alpha_p], 2^s mod each prime of those rows (else None).
+    shifts: compact only: int32[P], each diagonal's s (``max_shift`` is the largest; else None).
     Static: ``params``; ``level``; ``scale`` (default rho_level); ``slots`` (n); ``baby`` (B);
             ``giants``: ((g, ((b, index into data), ...)), ...) in increasing g, each giant
-            step's indices consecutive; ``max_shift``: the largest s (0 when encoded).
+            step's indices consecutive. Plans of the same structure share their jit compilations.
     """
 
     data: jax.Array
@@ -188,7 +189,12 @@ class LinearTransform:
     slots: int
     baby: int
     giants: tuple
-    max_shift: int = 0
+    shifts: jax.Array | None = None
+
+    @property
+    def max_shift(self) -> int:
+        """The largest power-of-two unit's exponent s of a compact plan (0 when encoded)."""
+        return 0 if self.shifts is None else int(np.max(np.asarray(self.shifts)))
 
     @property
     def compact(self) -> bool:
@@ -206,14 +212,15 @@ class LinearTransform:
         return tuple(g for g, _ in self.giants)
 
     def __repr__(self) -> str:
-        form = f", compact (max shift {self.max_shift})" if self.compact else ""
+        form = ""
+        if self.compact:
+            form = ", compact" if isinstance(self.shifts, jax.core.Tracer) else f", compact (max shift {self.max_shift})"
         return (f"LinearTransform(level={self.level}, slots={self.slots}, diagonals={self.data.shape[0]}, "
                 f"baby={len(self.baby_steps)}, giant={len(self.giants)}{form}, params={self.params.name!r})")
 
 
-jax.tree_util.register_dataclass(LinearTransform, data_fields=["data", "units"],
-                                 meta_fields=["params", "level", "scale", "slots", "baby", "giants",
-                                              "max_shift"])
+jax.tree_util.register_dataclass(LinearTransform, data_fields=["data", "units", "shifts"],
+                                 meta_fields=["params", "level", "scale", "slots", "baby", "giants"])
 
 
 def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: int | None = None,
@@ -255,7 +262,7 @@ def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: in
                          dtype=np.uint32)
         return LinearTransform(data=jnp.asarray(k), units=jnp.asarray(units), params=p, level=level,
                                scale=scale, slots=n, baby=b, giants=tuple(giants),
-                               max_shift=int(shifts.max()))
+                               shifts=jnp.asarray(shifts.astype(np.int32)))
     # a few diagonals per encode: the host's int64 residues of all of them at N = 2^16 would
     # take gigabytes
     chunks = [ckks.encode_extended(np.stack(vals[i:i + _ENCODE_CHUNK]), ctx, level=level, scale=scale)

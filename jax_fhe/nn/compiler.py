@@ -27,6 +27,7 @@ encrypted one); :func:`compile_model` encodes the diagonals and returns the jitt
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 import numpy as np
@@ -381,15 +382,60 @@ def polynomial_forward(spec, params, images, act: PolyReLU, bounds) -> np.ndarra
 
 # -- the encrypted program ---------------------------------------------------------------------------
 
+def _walk(p: Plan, ct, boot_fn, linear_fn, act_fn, rotsum_fn, add_fn):
+    """The plan's ops in order on ``ct`` with the given implementations (traced inside one jit,
+    or jitted stage by stage): boot_fn(x), linear_fn(op index, x), act_fn(x),
+    rotsum_fn(z, steps), add_fn(a, b)."""
+    vals, done = {0: ct}, {}
+
+    def get(v, boot_it):   # once bootstrapped (the plan's level for v), every later reader gets that
+        if v not in done and boot_it:
+            done[v] = boot_fn(vals[v])
+        return done.get(v, vals[v])
+
+    for i, op in enumerate(p.ops):
+        if op.kind == "linear":
+            vals[op.out] = linear_fn(i, get(op.src, op.boot))
+        elif op.kind == "act":
+            vals[op.out] = act_fn(get(op.src, op.boot))
+        elif op.kind == "rotsum":
+            vals[op.out] = rotsum_fn(vals[op.src], op.steps)
+        else:
+            vals[op.out] = add_fn(vals[op.src], vals[op.src2])
+    return vals[p.ops[-1].out]
+
+
+def _linear(x, lt, bias, ctx, evk):
+    y = circuits.linear_transform(x, lt, ctx, evk)
+    return y if bias is None else ckks.add(y, bias, ctx)
+
+
+def _rotsum(z, steps, ctx, evk):
+    for st in steps:
+        z = ckks.add(z, ckks.rotate(z, st, ctx, evk), ctx)
+    return z
+
+
+@functools.cache
+def _stage_jits():
+    """The jitted stages of :meth:`CompiledModel.staged`, shared by every model: a stage
+    compiles once per distinct static structure (the bootstrap once; convolutions of one shape
+    once)."""
+    import jax
+    return dict(boot=jax.jit(circuits.bootstrap), linear=jax.jit(_linear), add=jax.jit(ckks.add),
+                rotsum=jax.jit(_rotsum, static_argnums=1))
+
+
 @dataclasses.dataclass
 class CompiledModel:
     """The encoded linear layers and the jitted encrypted inference.
 
     plan: the :class:`Plan`; transforms: {op index: LinearTransform}; ctx; boot (a
-    :class:`jax_fhe.circuits.Bootstrapper` or None); fn: the jitted function
+    :class:`jax_fhe.circuits.Bootstrapper` or None); fn: the whole program as one jitted function
     (image ciphertext, evk, boot keys, transforms, biases, ctx, boot) -> logits ciphertext (at
     ``plan.out_slots``); encode_s: host seconds spent encoding diagonals; compact: whether they are
-    held compact (expanded in the program); biases: {op index: Plaintext}."""
+    held compact (expanded in the program); biases: {op index: Plaintext}; act_fn: the jitted
+    activation (ciphertext, ctx, evk)."""
 
     plan: Plan
     transforms: dict
@@ -399,11 +445,42 @@ class CompiledModel:
     encode_s: float
     compact: bool = False
     biases: dict = dataclasses.field(default_factory=dict)
+    act_fn: object = None
 
     def __call__(self, ct: Ciphertext, keys) -> Ciphertext:
-        """Encrypted logits (at ``plan.out_slots``) of the encrypted image ``ct``."""
+        """Encrypted logits (at ``plan.out_slots``) of the encrypted image ``ct``: the whole
+        program, one XLA executable."""
         evk, bk = keys
         return self.fn(ct, evk, bk, self.transforms, self.biases, self.ctx, self.boot)
+
+    def staged(self, ct: Ciphertext, keys, *, timings: dict | None = None) -> Ciphertext:
+        """The same computation (the same bits) as one jitted call per op: the bootstrap, each
+        linear layer, activation, addition, pooling. Compiles in a fraction of the whole
+        program's time (identical stages share one executable) at the price of a dispatch per
+        op. ``timings``: a dict that receives seconds per op name (each op is then waited
+        for)."""
+        import jax
+        evk, bk = keys
+        j, ctx = _stage_jits(), self.ctx
+        names = iter(op.name for op in self.plan.ops)
+
+        def timed(name, fn, *args):
+            if timings is None:
+                return fn(*args)
+            t0 = time.perf_counter()
+            out = jax.block_until_ready(fn(*args))
+            timings[name] = timings.get(name, 0.0) + time.perf_counter() - t0
+            return out
+
+        def step(fn):   # the op's own name for its time (a bootstrap is timed as "bootstrap")
+            return lambda *a: timed(next(names), fn, *a)
+
+        return _walk(self.plan, ct,
+                     lambda x: timed("bootstrap", j["boot"], x, ctx, self.boot, bk),
+                     step(lambda i, x: j["linear"](x, self.transforms[i], self.biases.get(i), ctx, evk)),
+                     step(lambda x: self.act_fn(x, ctx, evk)),
+                     step(lambda z, steps: j["rotsum"](z, steps, ctx, evk)),
+                     step(lambda a, b: j["add"](a, b, ctx)))
 
 
 # the share of a device's memory the encoded diagonals may take before compile_model holds them
@@ -457,32 +534,15 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None, *, compact: bool | None 
     # everything with arrays (keys, plans, biases, the context, the bootstrapper) is an argument,
     # never a closure: closed-over arrays would become constants of the executable
     def program(ct, evk, bk, lts, biases, ctx, boot):
-        vals = {0: ct}
-        done = {}
+        return _walk(p, ct, lambda x: circuits.bootstrap(x, ctx, boot, bk),
+                     lambda i, x: _linear(x, lts[i], biases.get(i), ctx, evk),
+                     lambda x: p.act.encrypted(x, ctx, evk),
+                     lambda z, steps: _rotsum(z, steps, ctx, evk),
+                     lambda a, b: ckks.add(a, b, ctx))
 
-        def get(v, boot_it):   # once bootstrapped (the plan's level for v), every later reader gets that
-            if v not in done and boot_it:
-                done[v] = circuits.bootstrap(vals[v], ctx, boot, bk)
-            return done.get(v, vals[v])
-
-        for i, op in enumerate(p.ops):
-            if op.kind == "linear":
-                x = get(op.src, op.boot)
-                y = circuits.linear_transform(x, lts[i], ctx, evk)
-                vals[op.out] = ckks.add(y, biases[i], ctx) if i in biases else y
-            elif op.kind == "act":
-                vals[op.out] = p.act.encrypted(get(op.src, op.boot), ctx, evk)
-            elif op.kind == "rotsum":
-                z = vals[op.src]
-                for st in op.steps:
-                    z = ckks.add(z, ckks.rotate(z, st, ctx, evk), ctx)
-                vals[op.out] = z
-            else:
-                vals[op.out] = ckks.add(vals[op.src], vals[op.src2], ctx)
-        return vals[p.ops[-1].out]
-
+    act_fn = jax.jit(lambda x, ctx, evk: p.act.encrypted(x, ctx, evk))
     return CompiledModel(plan=p, transforms=transforms, ctx=ctx, boot=boot, fn=jax.jit(program), encode_s=encode_s,
-                         compact=compact, biases=biases)
+                         compact=compact, biases=biases, act_fn=act_fn)
 
 
 def gen_keys(ctx: CKKSContext, sk, p: Plan, boot=None, rng=None, *, progress: bool | None = None):
@@ -510,15 +570,17 @@ def decrypt_logits(ct: Ciphertext, p: Plan, ctx: CKKSContext, sk) -> np.ndarray:
     return ckks.decode(ckks.decrypt(ct, ctx, sk), ctx, real=True)[..., list(p.out_slots)]
 
 
-def run(compiled: CompiledModel, images, keys, pk, sk, rng=None) -> tuple:
+def run(compiled: CompiledModel, images, keys, pk, sk, rng=None, *, staged: bool = False) -> tuple:
     """Encrypt, infer and decrypt each image: (logits float64[B, classes], seconds per image
-    of the encrypted inference, excluding the first call's compilation)."""
+    of the encrypted inference, excluding the first call's compilation). ``staged``: one jitted
+    call per op (:meth:`CompiledModel.staged`) instead of the whole program."""
     import jax
+    infer = compiled.staged if staged else compiled
     out, times = [], []
     for img in images:
         ct = encrypt_image(img, compiled.plan, compiled.ctx, pk, rng)
         t0 = time.perf_counter()
-        res = jax.block_until_ready(compiled(ct, keys))
+        res = jax.block_until_ready(infer(ct, keys))
         times.append(time.perf_counter() - t0)
         out.append(decrypt_logits(res, compiled.plan, compiled.ctx, sk))
     return np.asarray(out), (float(np.mean(times[1:])) if len(times) > 1 else float(times[0]))
