@@ -291,6 +291,16 @@ def _rotation_key(evk: EvalKeys, step: int):
     return key
 
 
+def _sum_mod(x: jax.Array, ring, rows) -> jax.Array:
+    """The sum mod q over the leading axis of canonical residues x: [k, ..., L, N] -> [..., L, N]
+    (pairwise, log2 k additions; the same residues as adding them in order)."""
+    while x.shape[0] > 1:
+        half = x.shape[0] // 2
+        pairs = ops.add_mod(x[:half], x[half:2 * half], ring, rows)
+        x = jnp.concatenate([pairs, x[2 * half:]]) if x.shape[0] % 2 else pairs
+    return x[0]
+
+
 def _plaintexts(lt: LinearTransform, entries, ring, ext, after) -> jax.Array:
     """The giant step's plaintexts uint32[len(entries), L + alpha_p, N] (NTT, extended rows).
     Compact plans expand them here, ordered after ``after`` (the running total) so that XLA
@@ -327,13 +337,13 @@ def double_hoisted(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: E
         rots[b] = ops.automorphism_ntt(u, ops.galois_element(b, p.n))
     total = None
     for g, entries in lt.giants:
-        acc = None
+        # sum_b pt_{g,b} rot_b in QP, vectorized over the giant step's baby steps: one product of
+        # the stacked rotations, then a tree of additions (a few ops per giant step, not per
+        # diagonal: the program of a 1,575-diagonal layer stays small)
         pts = _plaintexts(lt, entries, ring, ext, total if total is not None else dec)
-        for j, (b, _) in enumerate(entries):     # sum_b pt_{g,b} rot_b, in QP
-            x = rots[b]
-            w = jnp.broadcast_to(pts[j], x.shape)
-            term = ops.mul_mod(x, w, ring, ext)
-            acc = term if acc is None else ops.add_mod(acc, term, ring, ext)
+        xs = jnp.stack([rots[b] for b, _ in entries])                  # [k, ..., 2, L + alpha, N]
+        w = pts.reshape(pts.shape[:1] + (1,) * (xs.ndim - 3) + pts.shape[1:])
+        acc = _sum_mod(ops.mul_mod(xs, jnp.broadcast_to(w, xs.shape), ring, ext), ring, ext)
         if g:                                    # rot_g of the sum: c1 down, switched, back in QP
             y = keyswitch.mod_down(acc[..., 1, :, :], ring, tables)
             u = keyswitch.product_extended(y, keyswitch.decompose(y, ring, tables), _rotation_key(evk, g),
