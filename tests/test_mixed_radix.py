@@ -26,6 +26,28 @@ def _values(rng, big_q, n):
     return out
 
 
+@pytest.mark.parametrize("count, bits", [(1, 30), (3, 30), (23, 30), (47, 31), (12, 25)])
+def test_crt_centered_float(count, bits, rng):
+    """rns.crt_centered_float (Garner in int64, Horner in float64: CKKS decoding's CRT) against
+    the exact big-integer CRT: exact for |x| < 2^53 (with 0, +-1 and the centered range's ends),
+    within a relative L 2^-52 everywhere else (infinite beyond the float range); a batch axis."""
+    primes = rns.ntt_primes(bits, count, N)
+    big_q = math.prod(primes)
+    small = [0, 1, -1, 2**53 - 1, -(2**53 - 1), 12345678901] + [int(v) for v in rng.integers(-2**52, 2**52, 58)]
+    small = [v for v in small if abs(v) <= big_q // 2]
+    vals = _values(rng, big_q, 64) + [big_q // 2, -(big_q // 2)]
+    res = np.stack([_residues(vals, primes), _residues(small + [0] * (len(vals) - len(small)), primes)])
+    got = rns.crt_centered_float(res, primes)
+    want = rns.crt_centered(res, primes)
+    assert got.shape == (2, len(vals)) and got.dtype == np.float64
+    np.testing.assert_array_equal(got[1, :len(small)], np.array(small, dtype=np.float64))
+    fin = np.array([abs(v) < 2**1023 for v in want[0]])
+    huge = np.array([abs(v) >= 2**1024 for v in want[0]])
+    exact = np.array([float(v) if f else 0.0 for v, f in zip(want[0], fin)])
+    assert np.all(np.abs(got[0, fin] - exact[fin]) <= np.abs(exact[fin]) * count * 2.0**-52), (got[0], exact)
+    assert np.all(np.isinf(got[0, huge])) and np.all(np.sign(got[0, huge]) == [np.sign(v) for v in want[0][huge]])
+
+
 @pytest.mark.parametrize("lin, bits, chunk", [(5, 30, 16), (16, 30, 16), (17, 30, 16), (37, 25, 16),
                                               (40, 30, 8), (20, 31, 16)])
 def test_mixed_radix_conv_is_the_centered_crt(lin, bits, chunk, device, put, rng):

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import ops
-from ..rns.crt import crt_centered
+from ..rns.crt import crt_centered_float
 from .context import CKKSContext, check_context
 from .types import Plaintext, check_data
 
@@ -187,10 +187,8 @@ def decode(pt: Plaintext, ctx: CKKSContext, *, real: bool = False) -> np.ndarray
         raise ValueError(f"decode: plaintext is for {p.name!r}, context for {ctx.params.name!r}")
     check_data(pt.data, p, pt.level, (), "decode")
     res = np.asarray(ops.intt(pt.data, ctx.ring, p.rows(pt.level)))
-    ints = crt_centered(res, p.primes(pt.level))
-    try:
-        coeffs = ints.astype(np.float64) / pt.scale
-    except OverflowError:
-        raise ValueError("decode: coefficients exceed the float range (decryption failed?)") from None
+    coeffs = crt_centered_float(res, p.primes(pt.level)) / pt.scale
+    if not np.all(np.isfinite(coeffs)):
+        raise ValueError("decode: coefficients exceed the float range (decryption failed?)")
     z = embed(coeffs, p.n)[..., :pt.slots]
     return z.real if real else z

@@ -3,8 +3,8 @@ the security bound, host-side sampling (secrets, noise, public uniform data), th
 dataclass helper and the progress switch every layer uses."""
 from .bconv import BConvTable, fold_interval, make_bconv_table
 from .context import RNSContext, check_ring_degree, make_context
-from .crt import (MAX_TERMS, CrtQuotient, ExactConv, MixedRadixConv, crt_centered, make_crt_quotient,
-                  make_exact_conv, make_mixed_radix_conv)
+from .crt import (MAX_TERMS, CrtQuotient, ExactConv, MixedRadixConv, crt_centered, crt_centered_float,
+                  make_crt_quotient, make_exact_conv, make_mixed_radix_conv)
 from .primes import check_ntt_prime, is_prime, ntt_primes, primitive_root_of_unity
 from .progress import progress_bar, slow_keygen
 from .pytree import pytree_dataclass, static_field
@@ -15,7 +15,7 @@ from .shoup import device_u32
 
 __all__ = [
     "BConvTable", "CrtQuotient", "ExactConv", "HE_STD_128_TERNARY", "HostRandom", "MAX_TERMS", "MixedRadixConv",
-    "RNSContext", "as_host_random", "check_ntt_prime", "crt_centered", "check_ring_degree", "check_rlwe_security",
+    "RNSContext", "as_host_random", "check_ntt_prime", "crt_centered", "crt_centered_float", "check_ring_degree", "check_rlwe_security",
     "device_u32", "fold_interval", "is_prime", "make_bconv_table", "make_context", "make_crt_quotient",
     "make_exact_conv", "make_mixed_radix_conv", "ntt_primes", "primitive_root_of_unity", "pytree_dataclass",
     "static_field", "to_residues", "SEED_BYTES", "SeededUniform", "record_uniform_seed", "uniform_residues",

@@ -97,6 +97,32 @@ def crt_centered(res, primes: Sequence[int]) -> np.ndarray:
     return np.where(acc > big_q // 2, acc - big_q, acc)
 
 
+def crt_centered_float(res, primes: Sequence[int]) -> np.ndarray:
+    """The centered CRT integers of :func:`crt_centered` as float64[..., N], without big
+    integers: balanced mixed-radix digits (Garner's algorithm in int64, vectorized over the
+    coefficients; primes below 2^31), then Horner's rule in float64 from the top digit. Exact
+    where the integer is below 2^53 in magnitude, else within a relative 2^-52 L; a value beyond
+    the float range comes out infinite."""
+    qs = [int(q) for q in primes]
+    if max(qs) >= 1 << 31:        # the products below must stay within int64
+        return crt_centered(res, qs).astype(np.float64)
+    res = np.asarray(res)
+    digits, prefix = [], 1
+    for j, q in enumerate(qs):
+        s = np.zeros(res.shape[:-2] + res.shape[-1:], dtype=np.int64)   # the digits so far, mod q
+        for i in range(j - 1, -1, -1):
+            s = (s * (qs[i] % q) + digits[i]) % q
+        inv = pow(prefix % q, -1, q)
+        d = (res[..., j, :].astype(np.int64) - s) % q * inv % q
+        digits.append(np.where(d > q // 2, d - q, d))                 # balanced: (-q/2, q/2]
+        prefix *= q
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = digits[-1].astype(np.float64)
+        for j in range(len(qs) - 2, -1, -1):
+            x = x * qs[j] + digits[j]
+    return x
+
+
 @pytree_dataclass
 class MixedRadixConv:
     """Tables of a centered conversion from more source primes than one
