@@ -35,6 +35,7 @@ def _gib(tree) -> float:
 
 
 def main() -> None:
+    import encrypted_resnet20 as ex
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5, help="warm single-image calls timed")
     ap.add_argument("--images", type=int, default=8, help="images classified encrypted for the accuracy")
@@ -46,6 +47,8 @@ def main() -> None:
     ap.add_argument("--diagonals", choices=("auto", "encoded", "compact"), default="auto",
                     help="hold the layers' diagonals encoded, or compact and expanded in the program "
                          "(auto: compact when encoded they would take over a quarter of the device)")
+    ap.add_argument("--act", choices=tuple(ex.ACTIVATIONS), default="composite",
+                    help="the ReLU's polynomial (examples/encrypted_resnet20.py ACTIVATIONS)")
     ap.add_argument("--mode", choices=("staged", "whole"), default="staged",
                     help="time one jitted call per op (staged: identical stages compile once) or the whole "
                          "program as one executable (whole: one compilation of everything)")
@@ -58,13 +61,12 @@ def main() -> None:
     results.refuse_quick_default(ap, args.results, args.quick, "apps")
 
     import jax
-    import encrypted_resnet20 as ex
     from jax_fhe import ckks, circuits, nn
     from jax_fhe.nn import compiler
     from jax_fhe.rns import HostRandom
 
     dev = jax.devices()[0]
-    spec, params, x, y, act, bounds, preset = ex.setup(args.quick, args.calib, layers=args.layers)
+    spec, params, x, y, act, bounds, preset = ex.setup(args.quick, args.calib, args.act, layers=args.layers)
     ctx = ckks.make_context(ckks.preset(preset))
     # the slot count does not depend on the levels
     slots = compiler.plan(spec, params, ctx.params, act, bounds, input_shape=x.shape[1:],
@@ -113,7 +115,7 @@ def main() -> None:
     err = float(np.abs(logits - want).max() / np.abs(want).max())
     out = dict(device=dev.device_kind, preset=preset, layers=args.layers or len(spec), slots=p.slots, bootstraps=p.bootstraps,
                diagonals=p.diagonals, compact=model.compact, rotation_keys=len(p.rotations), first_call_s=first,
-               mode=args.mode, per_image_s=per_image, runs_s=times, bootstrap_s=boot_s, split_s=by_kind,
+               act=args.act, act_depth=act.depth, mode=args.mode, per_image_s=per_image, runs_s=times, bootstrap_s=boot_s, split_s=by_kind,
                split_layers_s=split,
                bootstrap_share=(p.bootstraps * boot_s / per_image) if boot_s else None,
                images=args.images, encrypted_accuracy=float(np.mean(pred == y[:args.images])),

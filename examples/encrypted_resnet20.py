@@ -25,7 +25,15 @@ DATA = pathlib.Path(__file__).resolve().parent / "data"
 QUICK_SPEC = (("conv", 4, 1), ("conv", 8, 2))
 
 
-def setup(quick: bool, calib: int, degrees=(7, 15, 15), eps=2.0 ** -7, layers: int | None = None):
+#: the activations to choose from: (kind, degrees, eps). Plaintext ResNet-20 on the 512 images with
+#: bounds from the last 64 (margin 1.25): composite 91.2% (depth 12, 19 bootstraps at n16-boot),
+#: poly63 91.6% (depth 6, 14 bootstraps), poly31 90.4% (depth 5, 9 bootstraps: a block's two
+#: convolutions and activations fit the 13 levels a bootstrap leaves); float ReLU 91.2%
+ACTIVATIONS = {"composite": ("sign", (7, 15, 15), 2.0 ** -7), "poly63": ("direct", 63, None),
+               "poly31": ("direct", 31, None)}
+
+
+def setup(quick: bool, calib: int, act_name: str = "composite", layers: int | None = None):
     """(spec, params, x, y, act, bounds, CKKS params name): the model and data of a run.
     ``layers``: keep only the first layers of ResNet-20 with a random dense head (timing only)."""
     from jax_fhe import nn
@@ -37,7 +45,10 @@ def setup(quick: bool, calib: int, degrees=(7, 15, 15), eps=2.0 ** -7, layers: i
         act, preset = activation.PolyReLU.direct(3), "toy-boot-n12"
     else:
         spec, params = nn.RESNET20_SPEC, nn.load_resnet20(DATA / "resnet20_cifar10.npz")
-        act, preset = activation.PolyReLU(sign=activation.composite_sign(degrees, eps)), "n16-boot"
+        kind, degrees, eps = ACTIVATIONS[act_name]
+        act = (activation.PolyReLU(sign=activation.composite_sign(degrees, eps)) if kind == "sign"
+               else activation.PolyReLU.direct(degrees))
+        preset = "n16-boot"
         if layers is not None:
             spec = spec[:layers]
             names = {f"layer{i}/" for i in range(layers)}
@@ -56,6 +67,8 @@ def main():
     ap.add_argument("--diagonals", choices=("auto", "encoded", "compact"), default="auto",
                     help="hold the layers' diagonals encoded, or compact and expanded in the program "
                          "(auto: compact when encoded they would take over a quarter of the device)")
+    ap.add_argument("--act", choices=tuple(ACTIVATIONS), default="composite",
+                    help="the ReLU's polynomial (ResNet-20 only; ACTIVATIONS says depth, bootstraps, accuracy)")
     ap.add_argument("--mode", choices=("staged", "whole"), default="staged",
                     help="one jitted call per op (identical stages compile once) or the whole network as one "
                          "XLA executable (one long compilation)")
@@ -70,7 +83,7 @@ def main():
     from jax_fhe.nn import compiler
     from jax_fhe.rns import HostRandom
 
-    spec, params, x, y, act, bounds, preset = setup(args.quick, args.calib, layers=args.layers)
+    spec, params, x, y, act, bounds, preset = setup(args.quick, args.calib, args.act, layers=args.layers)
     cp = ckks.preset(preset)
     boot_level = 4 if args.quick else 13          # the bootstrappers' output levels (checked below)
     t0 = time.perf_counter()

@@ -174,13 +174,16 @@ def _abstract(tree):
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
 
 
-def test_composite_relu_lands_on_the_default_scale():
-    """The composite ReLU's output (x times the last sign stage, rescaled) carries its level's
-    default scale at n16-boot (a bootstrap after it requires it; traced only)."""
+@pytest.mark.parametrize("kind", ["composite", "direct31"])
+def test_relu_lands_on_the_default_scale(kind):
+    """The polynomial ReLU's output (composite: x times the last sign stage, rescaled; direct: one
+    polynomial) carries its level's default scale at n16-boot (a bootstrap after it requires
+    it; traced only)."""
     import jax
     cp = ckks.preset("n16-boot")
     ctx = ckks.make_context(cp)
-    act = activation.PolyReLU(sign=activation.composite_sign((7, 15, 15), 2.0 ** -7))
+    act = (activation.PolyReLU(sign=activation.composite_sign((7, 15, 15), 2.0 ** -7)) if kind == "composite"
+           else activation.PolyReLU.direct(31))
     evk, _ = _abstract_keys(cp, ())
     ct = ckks.Ciphertext(data=jax.ShapeDtypeStruct((2, len(cp.rows(12)), cp.n), np.uint32), level=12,
                          scale=cp.default_scale(12), slots=cp.slots, params=cp)
