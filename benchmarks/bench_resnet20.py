@@ -8,7 +8,8 @@ Timing (--mode: the staged runner, one jitted call per op, or the whole program 
 executable): the first call (compilation + one run), then --runs warm calls on one image
 (seconds per image: their median); then one staged call with each op waited for gives the split
 by layer and by kind (bootstrap, linear, act, add, rotsum); the bootstrap share = (bootstraps in
-the plan) x (one bootstrap's time in that split) / per-image time. Accuracy: --images images encrypted, their
+the plan) x (one bootstrap's time in that split) / per-image time. --batch B also times B
+images in one vmapped call (throughput: seconds per image of the batch). Accuracy: --images images encrypted, their
 predictions against the labels and against the polynomial (plaintext) model; the float ReLU
 and polynomial models' accuracies on --eval images beside them. Prints a table; ``--out FILE``
 writes JSON; ``--results`` merges the row into benchmarks/results/apps.json (the results page).
@@ -52,6 +53,8 @@ def main() -> None:
     ap.add_argument("--mode", choices=("staged", "whole"), default="staged",
                     help="time one jitted call per op (staged: identical stages compile once) or the whole "
                          "program as one executable (whole: one compilation of everything)")
+    ap.add_argument("--batch", type=int, default=1,
+                    help="also time this many images in one vmapped call (throughput; 1: skip)")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     import results
     results.add_argument(ap, "apps")
@@ -109,6 +112,18 @@ def main() -> None:
         by_kind[k] = by_kind.get(k, 0.0) + sec
     print("split (s): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])))
     boot_s = split["bootstrap"] / p.bootstraps if p.bootstraps else None
+    batch_s = None
+    if args.batch > 1:   # throughput: B images in one vmapped call
+        cts = compiler.encrypt_image(x[:args.batch], p, ctx, keys.public, rng)
+        run_b = lambda: jax.block_until_ready(model.batch(cts, ek, staged=args.mode == "staged"))  # noqa: E731
+        run_b()
+        bts = []
+        for _ in range(max(2, args.runs // 2)):
+            t0 = time.perf_counter()
+            run_b()
+            bts.append(time.perf_counter() - t0)
+        batch_s = statistics.median(bts)
+        print(f"batch of {args.batch}: {batch_s:.3f} s, {batch_s / args.batch:.3f} s per image")
     logits, _ = compiler.run(model, x[:args.images], ek, keys.public, keys.secret, rng, staged=args.mode == "staged")
     pred = logits.argmax(1)
     want = compiler.simulate(p, x[:args.images])
@@ -116,7 +131,8 @@ def main() -> None:
     out = dict(device=dev.device_kind, preset=preset, layers=args.layers or len(spec), slots=p.slots, bootstraps=p.bootstraps,
                diagonals=p.diagonals, compact=model.compact, rotation_keys=len(p.rotations), first_call_s=first,
                act=args.act, act_depth=act.depth, mode=args.mode, per_image_s=per_image, runs_s=times, bootstrap_s=boot_s, split_s=by_kind,
-               split_layers_s=split,
+               split_layers_s=split, batch=args.batch, batch_s=batch_s,
+               batch_per_image_s=(batch_s / args.batch) if batch_s else None,
                bootstrap_share=(p.bootstraps * boot_s / per_image) if boot_s else None,
                images=args.images, encrypted_accuracy=float(np.mean(pred == y[:args.images])),
                encrypted_agreement_poly=float(np.mean(pred == poly[:args.images])),

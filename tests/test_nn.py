@@ -122,6 +122,12 @@ def _encrypted(ctx, boot: bool, compact: bool = False):
     staged = model.staged(ct, ek, timings=timings)
     np.testing.assert_array_equal(np.asarray(staged.data), np.asarray(model(ct, ek).data))
     assert set(timings) == {op.name for op in p.ops} | ({"bootstrap"} if p.bootstraps else set())
+    if not boot:   # a batch of two images in one vmapped call: the same bits as one call each
+        cts = compiler.encrypt_image(x[2:4], p, ctx, keys.public, rng)
+        assert cts.data.shape[0] == 2
+        want = np.stack([np.asarray(model(cts[i], ek).data) for i in range(2)])
+        np.testing.assert_array_equal(np.asarray(model.batch(cts, ek).data), want)
+        np.testing.assert_array_equal(np.asarray(model.batch(cts, ek, staged=True).data), want)
     return p, logits, compiler.simulate(p, x[:1])
 
 

@@ -435,7 +435,8 @@ class CompiledModel:
     (image ciphertext, evk, boot keys, transforms, biases, ctx, boot) -> logits ciphertext (at
     ``plan.out_slots``); encode_s: host seconds spent encoding diagonals; compact: whether they are
     held compact (expanded in the program); biases: {op index: Plaintext}; act_fn: the jitted
-    activation (ciphertext, ctx, evk)."""
+    activation (ciphertext, ctx, evk); batch_fn: ``fn`` vmapped over a leading batch axis of the
+    ciphertext."""
 
     plan: Plan
     transforms: dict
@@ -446,12 +447,23 @@ class CompiledModel:
     compact: bool = False
     biases: dict = dataclasses.field(default_factory=dict)
     act_fn: object = None
+    batch_fn: object = None
 
     def __call__(self, ct: Ciphertext, keys) -> Ciphertext:
         """Encrypted logits (at ``plan.out_slots``) of the encrypted image ``ct``: the whole
         program, one XLA executable."""
         evk, bk = keys
         return self.fn(ct, evk, bk, self.transforms, self.biases, self.ctx, self.boot)
+
+    def batch(self, cts: Ciphertext, keys, *, staged: bool = False) -> Ciphertext:
+        """Encrypted logits of a batch of encrypted images (``cts.data`` uint32[B, 2, L, N]: one
+        ciphertext per image, stacked), in one vmapped call: the whole program (one executable
+        for the batch), or each stage vmapped (``staged``)."""
+        import jax
+        if staged:
+            return jax.vmap(lambda c: self.staged(c, keys))(cts)
+        evk, bk = keys
+        return self.batch_fn(cts, evk, bk, self.transforms, self.biases, self.ctx, self.boot)
 
     def staged(self, ct: Ciphertext, keys, *, timings: dict | None = None) -> Ciphertext:
         """The same computation (the same bits) as one jitted call per op: the bootstrap, each
@@ -541,8 +553,9 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None, *, compact: bool | None 
                      lambda a, b: ckks.add(a, b, ctx))
 
     act_fn = jax.jit(lambda x, ctx, evk: p.act.encrypted(x, ctx, evk))
+    batch_fn = jax.jit(jax.vmap(program, in_axes=(0,) + (None,) * 6))
     return CompiledModel(plan=p, transforms=transforms, ctx=ctx, boot=boot, fn=jax.jit(program), encode_s=encode_s,
-                         compact=compact, biases=biases, act_fn=act_fn)
+                         compact=compact, biases=biases, act_fn=act_fn, batch_fn=batch_fn)
 
 
 def gen_keys(ctx: CKKSContext, sk, p: Plan, boot=None, rng=None, *, progress: bool | None = None):
@@ -560,9 +573,12 @@ def gen_keys(ctx: CKKSContext, sk, p: Plan, boot=None, rng=None, *, progress: bo
 
 
 def encrypt_image(image, p: Plan, ctx: CKKSContext, pk, rng=None) -> Ciphertext:
-    """One image [H, W, C] (preprocessed floats) packed and encrypted at ``p.start_level``."""
-    z = _pack(p, np.asarray(image)[None])[0]
-    return ckks.encrypt(ckks.encode(z, ctx, level=p.start_level), ctx, pk, rng)
+    """One image [H, W, C] (preprocessed floats) packed and encrypted at ``p.start_level``; a
+    batch [B, H, W, C] gives a batch of ciphertexts (data [B, 2, L, N], for
+    :meth:`CompiledModel.batch`)."""
+    image = np.asarray(image)
+    z = _pack(p, image if image.ndim == 4 else image[None])
+    return ckks.encrypt(ckks.encode(z if image.ndim == 4 else z[0], ctx, level=p.start_level), ctx, pk, rng)
 
 
 def decrypt_logits(ct: Ciphertext, p: Plan, ctx: CKKSContext, sk) -> np.ndarray:
