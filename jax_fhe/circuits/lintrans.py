@@ -252,12 +252,12 @@ def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: in
             vals.append(np.roll(diags[(g + bb) % n], g))  # rot_{-g}(d_{g+b})
         giants.append((g, tuple(entry)))
     if compact:
+        rows = tuple(p.rows(level)) + tuple(p.special_rows)   # primes below 2^31 (RLWEParams): int32
         parts = [ckks.compact_coefficients(np.stack(vals[i:i + _COMPACT_CHUNK]), ctx, level=level,
                                            scale=scale, bits=_COMPACT_BITS)
                  for i in range(0, len(vals), _COMPACT_CHUNK)]
         k = np.concatenate([kk for kk, _ in parts])
         shifts = np.concatenate([ss for _, ss in parts])
-        rows = tuple(p.rows(level)) + tuple(p.special_rows)
         units = np.array([[pow(2, int(sh), int(p.all_primes[r])) for r in rows] for sh in shifts],
                          dtype=np.uint32)
         return LinearTransform(data=jnp.asarray(k), units=jnp.asarray(units), params=p, level=level,
