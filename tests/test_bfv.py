@@ -304,7 +304,7 @@ def test_bad_inputs(env, toy10, rng):
         bfv.add(x, _enc(_slots(rng, other_ctx.params), other_ctx, other_keys, 9), ctx)
     with pytest.raises(TypeError, match="Ciphertext, a Plaintext or an int"):
         bfv.add(x, 1.5, ctx)
-    with pytest.raises(TypeError, match="Ciphertext, a Plaintext or an int"):
+    with pytest.raises(TypeError, match="Ciphertext, a Plaintext, a MulOperand or an int"):
         bfv.mul(x, True, ctx)
     with pytest.raises(ValueError, match="relinearization key"):
         bfv.mul(x, x, ctx, bfv.EvalKeys(relin=None, rotations={}, columns=None, params=p))

@@ -321,7 +321,7 @@ def test_bad_inputs(env, toy10, rng):
         bgv.rotate_columns(x, ctx, bgv.EvalKeys(relin=evk.relin, rotations={}, columns=None, params=p))
     with pytest.raises(TypeError, match="traced"):
         jax.jit(lambda x, c: bgv.add(x, c, ctx))(x, 3)
-    with pytest.raises(TypeError, match="Ciphertext, a Plaintext or an int"):
+    with pytest.raises(TypeError, match="Ciphertext, a Plaintext, a MulOperand or an int"):
         bgv.mul(x, 2.0, ctx)
     with pytest.raises(ValueError, match="degree 2"):
         bgv.rotate_rows(bgv.mul(x, x, ctx, relinearize=False), 1, ctx, evk)
