@@ -278,6 +278,7 @@ def long_run(params, server, keys, pub, tables, run, batch, total, rng, devs):
         ct = jax.block_until_ready(run(server, pub, query).ct)
         times.append(time.perf_counter() - t0)
         wrong += not np.array_equal(np.asarray(ct), ref)
+    del ct   # the last answer is not growth: it was not alive at `before` either
     after = in_use_bytes(devs)
     w = max(1, min(WINDOW, len(times) // 4))                        # at least 4 windows
     win = [sum(times[j:j + w]) for j in range(0, len(times) - w + 1, w)]

@@ -71,7 +71,8 @@ def test_flax_module_equals_numpy_reference():
     import jax.numpy as jnp
     params, x = _small()
     module = nn.model.CNN(spec=SMALL, classes=3)
-    got = np.asarray(module.apply(nn.model.to_flax(params), jnp.asarray(x, jnp.float32)))
+    with jax.default_matmul_precision("float32"):   # GPUs default to TF32 convolutions
+        got = np.asarray(module.apply(nn.model.to_flax(params), jnp.asarray(x, jnp.float32)))
     ref = nn.forward(SMALL, params, x)
     assert np.abs(got - ref).max() < 1e-5 * np.abs(ref).max()
     init = jax.eval_shape(module.init, jax.random.PRNGKey(0), jnp.zeros((1, 8, 8, 2)))   # names, no compute
