@@ -71,6 +71,20 @@ def test_encode_decode(slots, env, rng):
     _check(x, got, 35.0, 32.4)
 
 
+@pytest.mark.parametrize("n", [4, 16, 256])
+def test_embedding_is_the_canonical_one(n, rng):
+    """encoder.embed(c) is p(zeta^(5^j)) for slot j (zeta = exp(i pi / N)), evaluated directly, and
+    embed_inverse is its inverse with real coefficients."""
+    from jax_fhe.ckks import encoder
+    c = rng.normal(size=(3, n))
+    zeta = np.exp(1j * np.pi / n)
+    powers = np.array([pow(5, j, 2 * n) for j in range(n // 2)])
+    direct = np.array([[np.sum(cc * zeta ** (e * np.arange(n))) for e in powers] for cc in c])
+    assert np.abs(encoder.embed(c, n) - direct).max() < 1e-12 * n
+    back = encoder.embed_inverse(direct, n)
+    assert back.dtype == np.float64 and np.abs(back - c).max() < 1e-12 * n
+
+
 def test_encode_large_values_exactly(env):
     ctx, _ = env
     # scale 2^80 pushes coefficients past 2^62: residues come from the float's mantissa/exponent

@@ -54,6 +54,7 @@ import numpy as np
 from .. import ckks, ops
 from ..ckks import CKKSContext, CKKSParams, Ciphertext, EvalKeys
 from ..rlwe import keyswitch
+from ..rns.host import host_map
 
 __all__ = ["LinearTransform", "apply_diagonals", "bsgs_split", "compose",
            "diagonals", "double_hoisted", "linear_transform", "make_linear_transform", "matrix",
@@ -253,9 +254,9 @@ def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: in
         giants.append((g, tuple(entry)))
     if compact:
         rows = tuple(p.rows(level)) + tuple(p.special_rows)   # primes below 2^31 (RLWEParams): int32
-        parts = [ckks.compact_coefficients(np.stack(vals[i:i + _COMPACT_CHUNK]), ctx, level=level,
-                                           scale=scale, bits=_COMPACT_BITS)
-                 for i in range(0, len(vals), _COMPACT_CHUNK)]
+        parts = host_map(lambda i: ckks.compact_coefficients(np.stack(vals[i:i + _COMPACT_CHUNK]), ctx,
+                                                             level=level, scale=scale, bits=_COMPACT_BITS),
+                         range(0, len(vals), _COMPACT_CHUNK))
         k = np.concatenate([kk for kk, _ in parts])
         shifts = np.concatenate([ss for _, ss in parts])
         units = np.array([[pow(2, int(sh), int(p.all_primes[r])) for r in rows] for sh in shifts],
@@ -265,8 +266,9 @@ def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: in
                                shifts=jnp.asarray(shifts.astype(np.int32)))
     # a few diagonals per encode: the host's int64 residues of all of them at N = 2^16 would
     # take gigabytes
-    chunks = [ckks.encode_extended(np.stack(vals[i:i + _ENCODE_CHUNK]), ctx, level=level, scale=scale)
-              for i in range(0, len(vals), _ENCODE_CHUNK)]
+    chunks = host_map(lambda i: ckks.encode_extended(np.stack(vals[i:i + _ENCODE_CHUNK]), ctx, level=level,
+                                                     scale=scale),
+                      range(0, len(vals), _ENCODE_CHUNK))
     data = chunks[0] if len(chunks) == 1 else jnp.concatenate(chunks)
     return LinearTransform(data=data, units=None, params=p, level=level, scale=scale, slots=n, baby=b,
                            giants=tuple(giants))

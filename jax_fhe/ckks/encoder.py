@@ -26,33 +26,44 @@ from .types import Plaintext, check_data
 
 
 @functools.cache
-def _slot_index(n: int):
-    """Positions (among the N evaluation points zeta^(2k+1), k < N) of slot j and of its
-    conjugate: k = (5^j mod 2N - 1) / 2 and (2N - 5^j mod 2N - 1) / 2."""
+def _slot_order(n: int) -> np.ndarray:
+    """t_j = (5^j mod 2N - 1) / 4: slot j's position in the half-size transform below (a
+    permutation of [0, N/2), since 5 generates the residues 1 mod 4 of Z/2N)."""
     e = np.ones(n // 2, dtype=np.int64)
     for j in range(1, n // 2):
         e[j] = e[j - 1] * 5 % (2 * n)
-    return (e - 1) // 2, (2 * n - e - 1) // 2
+    return (e - 1) // 4
+
+
+@functools.cache
+def _slot_position(n: int) -> np.ndarray:
+    """The inverse permutation: which slot sits at position t."""
+    return np.argsort(_slot_order(n))
 
 
 @functools.cache
 def _twist(n: int) -> np.ndarray:
-    return np.exp(1j * np.pi * np.arange(n) / n)
+    """zeta^m for m < N/2, zeta = exp(i pi / N)."""
+    return np.exp(1j * np.pi * np.arange(n // 2) / n)
 
+
+# Slot j is p(zeta^(5^j)). With u_m = c_m + i c_(m + N/2) (m < N/2) and zeta^(5^j N/2) = i,
+# slot j = sum_m u_m zeta^m (zeta^4)^(t_j m): an N/2-point DFT of u zeta^m read at t_j. So both
+# directions take one complex FFT of half the ring size (a quarter of the N-point form's work).
 
 def embed_inverse(z: np.ndarray, n: int) -> np.ndarray:
     """Real coefficients float64[..., N] of the polynomial whose N/2 slots are z[..., N/2]."""
-    pos, neg = _slot_index(n)
-    vals = np.zeros(z.shape[:-1] + (n,), dtype=np.complex128)
-    vals[..., pos] = z
-    vals[..., neg] = np.conj(z)
-    return (np.fft.fft(vals, axis=-1) / _twist(n) / n).real
+    h = n // 2
+    u = np.fft.fft(np.take(z, _slot_position(n), axis=-1), axis=-1)
+    u *= np.conj(_twist(n)) / h
+    return np.concatenate([u.real, u.imag], axis=-1)
 
 
 def embed(coeffs: np.ndarray, n: int) -> np.ndarray:
     """Slots complex128[..., N/2] of real coefficients float64[..., N]."""
-    pos, _ = _slot_index(n)
-    return (np.fft.ifft(coeffs * _twist(n), axis=-1) * n)[..., pos]
+    h = n // 2
+    u = (coeffs[..., :h] + 1j * coeffs[..., h:]) * _twist(n)
+    return (np.fft.ifft(u, axis=-1) * h)[..., _slot_order(n)]
 
 
 def check_slots(slots: int, n: int) -> int:
