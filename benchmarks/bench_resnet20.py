@@ -40,6 +40,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5, help="warm single-image calls timed")
     ap.add_argument("--images", type=int, default=8, help="images classified encrypted for the accuracy")
+    ap.add_argument("--start", type=int, default=0,
+                    help="the first of those images (runs over [start, start + images) combine by their JSON)")
     ap.add_argument("--eval", type=int, default=512, help="images for the plaintext accuracies")
     ap.add_argument("--calib", type=int, default=64)
     ap.add_argument("--quick", action="store_true", help="INSECURE toy-boot-n12, a 2-layer CNN on 8x8")
@@ -56,9 +58,15 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1,
                     help="also time this many images in one vmapped call (throughput; 1: skip)")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
+    ap.add_argument("--combine", nargs="+", default=None, metavar="JSON",
+                    help="print the encrypted accuracy and agreement over the images of these --out files "
+                         "(runs over disjoint --start ranges) and exit")
     import results
     results.add_argument(ap, "apps")
     args = ap.parse_args()
+    if args.combine:
+        combine(args.combine)
+        return
     if args.quick:
         args.runs, args.images, args.eval = 2, 2, 64
     results.refuse_quick_default(ap, args.results, args.quick, "apps")
@@ -124,9 +132,13 @@ def main() -> None:
             bts.append(time.perf_counter() - t0)
         batch_s = statistics.median(bts)
         print(f"batch of {args.batch}: {batch_s:.3f} s, {batch_s / args.batch:.3f} s per image")
-    logits, _ = compiler.run(model, x[:args.images], ek, keys.public, keys.secret, rng, staged=args.mode == "staged")
+    if not 0 <= args.start < len(x):
+        ap.error(f"--start must be in [0, {len(x)}), got {args.start}")
+    sel = slice(args.start, min(len(x), args.start + args.images))
+    logits, _ = compiler.run(model, x[sel], ek, keys.public, keys.secret, rng, staged=args.mode == "staged")
     pred = logits.argmax(1)
-    want = compiler.simulate(p, x[:args.images])
+    want = compiler.simulate(p, x[sel])
+    poly_sel = compiler.polynomial_forward(spec, params, x[sel], act, bounds).argmax(1)
     err = float(np.abs(logits - want).max() / np.abs(want).max())
     out = dict(device=dev.device_kind, preset=preset, layers=args.layers or len(spec), slots=p.slots, bootstraps=p.bootstraps,
                diagonals=p.diagonals, compact=model.compact, rotation_keys=len(p.rotations), first_call_s=first,
@@ -134,8 +146,9 @@ def main() -> None:
                split_layers_s=split, batch=args.batch, batch_s=batch_s,
                batch_per_image_s=(batch_s / args.batch) if batch_s else None,
                bootstrap_share=(p.bootstraps * boot_s / per_image) if boot_s else None,
-               images=args.images, encrypted_accuracy=float(np.mean(pred == y[:args.images])),
-               encrypted_agreement_poly=float(np.mean(pred == poly[:args.images])),
+               images=len(pred), start=args.start, encrypted_accuracy=float(np.mean(pred == y[sel])),
+               encrypted_agreement_poly=float(np.mean(pred == poly_sel)),
+               predictions=pred.tolist(), poly_predictions=poly_sel.tolist(), labels=np.asarray(y[sel]).tolist(),
                logit_error_log2=float(np.log2(err)), eval_images=len(xe),
                float_accuracy=float(np.mean(ref == ye)), poly_accuracy=float(np.mean(poly == ye)),
                poly_agreement_float=float(np.mean(ref == poly)), memory=mem)
@@ -149,8 +162,31 @@ def main() -> None:
         row = results.entry(f"nn/resnet20/{preset}", name, f"{preset}, {p.slots} slots, {p.bootstraps} bootstraps",
                             dev.device_kind, unit="ms", time=round(1e3 * per_image, 1),
                             notes=f"{args.mode}; encrypted accuracy {100 * out['encrypted_accuracy']:.1f}% on "
-                                  f"{args.images}, first call {first:.1f} s")
+                                  f"{len(pred)} (images {args.start}-{args.start + len(pred) - 1}), first call {first:.1f} s")
         results.merge(args.results, "apps", [row])
+
+
+def combine(paths) -> dict:
+    """The encrypted accuracy and agreement with the polynomial model over several runs' images
+    (each image counted once; overlapping ranges are an error)."""
+    seen, pred, poly, labels = set(), [], [], []
+    for path in paths:
+        with open(path) as f:
+            r = json.load(f)
+        idx = range(r["start"], r["start"] + len(r["predictions"]))
+        if seen & set(idx):
+            raise SystemExit(f"{path}: images {idx.start}-{idx.stop - 1} overlap an earlier file's")
+        seen |= set(idx)
+        pred += r["predictions"]
+        poly += r["poly_predictions"]
+        labels += r["labels"]
+    pred, poly, labels = map(np.asarray, (pred, poly, labels))
+    out = dict(images=len(pred), encrypted_accuracy=float(np.mean(pred == labels)),
+               encrypted_agreement_poly=float(np.mean(pred == poly)), poly_accuracy=float(np.mean(poly == labels)))
+    print(f"{out['images']} images: encrypted accuracy {100 * out['encrypted_accuracy']:.1f}%, agreement with "
+          f"the polynomial model {100 * out['encrypted_agreement_poly']:.1f}% (polynomial model "
+          f"{100 * out['poly_accuracy']:.1f}%)")
+    return out
 
 
 if __name__ == "__main__":
