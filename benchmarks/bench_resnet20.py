@@ -49,7 +49,10 @@ def main() -> None:
                     help="only the first LAYERS layers of ResNet-20 and a random head (timing; accuracy meaningless)")
     ap.add_argument("--diagonals", choices=("auto", "encoded", "compact"), default="auto",
                     help="hold the layers' diagonals encoded, or compact and expanded in the program "
-                         "(auto: compact when encoded they would take over a quarter of the device)")
+                         "(auto: encoded layer by layer while they fit --encoded-gib, the rest compact)")
+    ap.add_argument("--encoded-gib", type=float, default=None,
+                    help="auto's budget for encoded diagonals (default: half of the device memory left "
+                         "beside the rotation keys)")
     ap.add_argument("--act", choices=tuple(ex.ACTIVATIONS), default="composite",
                     help="the ReLU's polynomial (examples/encrypted_resnet20.py ACTIVATIONS)")
     ap.add_argument("--mode", choices=("staged", "whole"), default="staged",
@@ -94,9 +97,12 @@ def main() -> None:
     ek = compiler.gen_keys(ctx, keys.secret, p, boot if p.bootstraps else None, rng)
     t1 = time.perf_counter()
     compact = {"auto": None, "encoded": False, "compact": True}[args.diagonals]
-    model = compiler.compile_model(p, ctx, boot if p.bootstraps else None, compact=compact)
+    if args.encoded_gib is not None and compact is not None:
+        ap.error("--encoded-gib goes with --diagonals auto")
+    budget = None if args.encoded_gib is None else int(args.encoded_gib * 2**30)
+    model = compiler.compile_model(p, ctx, boot if p.bootstraps else None, compact=compact, encoded_bytes=budget)
     mem = {"keys_gib": _gib(ek), "diagonals_gib": _gib(model.transforms)}
-    print(f"keys {t1 - t0:.1f} s, diagonals {'compact' if model.compact else 'encoded'} {model.encode_s:.1f} s; memory: "
+    print(f"keys {t1 - t0:.1f} s, diagonals {model.form} {model.encode_s:.1f} s; memory: "
           + ", ".join(f"{k[:-4]} {v:.2f} GiB" for k, v in mem.items()))
     ct = compiler.encrypt_image(x[0], p, ctx, keys.public, rng)
     infer = model.staged if args.mode == "staged" else model
@@ -141,7 +147,7 @@ def main() -> None:
     poly_sel = compiler.polynomial_forward(spec, params, x[sel], act, bounds).argmax(1)
     err = float(np.abs(logits - want).max() / np.abs(want).max())
     out = dict(device=dev.device_kind, preset=preset, layers=args.layers or len(spec), slots=p.slots, bootstraps=p.bootstraps,
-               diagonals=p.diagonals, compact=model.compact, rotation_keys=len(p.rotations), first_call_s=first,
+               diagonals=p.diagonals, diagonals_form=model.form, compact_layers=len(model.compact), rotation_keys=len(p.rotations), first_call_s=first,
                act=args.act, act_depth=act.depth, mode=args.mode, per_image_s=per_image, runs_s=times, bootstrap_s=boot_s, split_s=by_kind,
                split_layers_s=split, batch=args.batch, batch_s=batch_s,
                batch_per_image_s=(batch_s / args.batch) if batch_s else None,

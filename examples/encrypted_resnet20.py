@@ -66,7 +66,10 @@ def main():
     ap.add_argument("--calib", type=int, default=64, help="images (from the end) for the activation bounds")
     ap.add_argument("--diagonals", choices=("auto", "encoded", "compact"), default="auto",
                     help="hold the layers' diagonals encoded, or compact and expanded in the program "
-                         "(auto: compact when encoded they would take over a quarter of the device)")
+                         "(auto: encoded layer by layer while they fit --encoded-gib, the rest compact)")
+    ap.add_argument("--encoded-gib", type=float, default=None,
+                    help="auto's budget for encoded diagonals (default: half of the device memory left "
+                         "beside the rotation keys)")
     ap.add_argument("--act", choices=tuple(ACTIVATIONS), default="composite",
                     help="the ReLU's polynomial (ResNet-20 only; ACTIVATIONS says depth, bootstraps, accuracy)")
     ap.add_argument("--mode", choices=("staged", "whole"), default="staged",
@@ -108,8 +111,11 @@ def main():
     ek = compiler.gen_keys(ctx, keys.secret, p, boot, rng)
     print(f"keys: {time.perf_counter() - t0:.1f} s")
     compact = {"auto": None, "encoded": False, "compact": True}[args.diagonals]
-    model = compiler.compile_model(p, ctx, boot, compact=compact)
-    print(f"diagonals {'compact' if model.compact else 'encoded'}: {model.encode_s:.1f} s")
+    if args.encoded_gib is not None and compact is not None:
+        ap.error("--encoded-gib goes with --diagonals auto")
+    budget = None if args.encoded_gib is None else int(args.encoded_gib * 2**30)
+    model = compiler.compile_model(p, ctx, boot, compact=compact, encoded_bytes=budget)
+    print(f"diagonals {model.form}: {model.encode_s:.1f} s")
     imgs = x[:args.images]
     ct = compiler.encrypt_image(imgs[0], p, ctx, keys.public, rng)
     staged = args.mode == "staged"

@@ -99,7 +99,7 @@ def test_resnet20_float_accuracy_512():
     assert (nn.forward(nn.RESNET20_SPEC, params, x).argmax(1) == y).sum() == 467
 
 
-def _encrypted(ctx, boot: bool, compact: bool = False):
+def _encrypted(ctx, boot: bool, compact: bool | None = False, encoded_bytes: int | None = None):
     g = np.random.default_rng(3)
     params, x = nn.init_params(TINY, 1, 3, g), g.normal(size=(6, 4, 4, 1))
     bounds = compiler.calibrate(TINY, params, x)
@@ -113,8 +113,11 @@ def _encrypted(ctx, boot: bool, compact: bool = False):
     p = compiler.plan(TINY, params, ctx.params, act, bounds, input_shape=(4, 4, 1),
                       boot_level=None if b is None else b.output_level,
                       start_level=None if b is not None else ctx.params.max_level)
-    model = compiler.compile_model(p, ctx, b, compact=compact)
-    assert model.compact == compact
+    model = compiler.compile_model(p, ctx, b, compact=compact, encoded_bytes=encoded_bytes)
+    linear = [i for i, op in enumerate(p.ops) if op.kind == "linear"]
+    if compact is not None:
+        assert model.compact == (tuple(linear) if compact else ())
+    assert all(model.transforms[i].compact == (i in model.compact) for i in linear)
     ek = compiler.gen_keys(ctx, keys.secret, p, b, rng)
     logits, _ = compiler.run(model, x[:1], ek, keys.public, keys.secret, rng)
     # the staged runner (one jitted call per op) computes the same bits as the whole program
@@ -152,6 +155,42 @@ def test_encrypted_small_cnn_toy_compact(toy_boot_context):
     err = np.abs(got - want).max() / np.abs(want).max()
     assert np.log2(err) < -30, err
     print(f"compact vs simulate: 2^{np.log2(err):.1f}")
+
+
+def test_encrypted_small_cnn_toy_mixed(toy_boot_context):
+    """compact=None with a budget for the first layer only: that layer encoded, the others
+    compact (one program over both forms), within the compact bound of simulate()."""
+    g = np.random.default_rng(3)   # _encrypted's model and plan
+    params, x = nn.init_params(TINY, 1, 3, g), g.normal(size=(6, 4, 4, 1))
+    probe = compiler.plan(TINY, params, toy_boot_context.params, activation.PolyReLU.direct(3),
+                          compiler.calibrate(TINY, params, x), input_shape=(4, 4, 1),
+                          start_level=toy_boot_context.params.max_level)
+    first = next(op for op in probe.ops if op.kind == "linear")
+    p, got, want = _encrypted(toy_boot_context, False, compact=None, encoded_bytes=first.encoded_bytes)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert np.log2(err) < -30, err
+
+
+def test_compile_model_budget_and_forms(toy_boot_context):
+    """The default picks layers in plan order while their encoded bytes fit; the form names it;
+    encoded_bytes with an explicit form is refused."""
+    g = np.random.default_rng(5)
+    params, x = nn.init_params(TINY, 1, 3, g), g.normal(size=(6, 4, 4, 1))
+    p = compiler.plan(TINY, params, toy_boot_context.params, activation.PolyReLU.direct(3),
+                      compiler.calibrate(TINY, params, x), input_shape=(4, 4, 1),
+                      start_level=toy_boot_context.params.max_level)
+    linear = [i for i, op in enumerate(p.ops) if op.kind == "linear"]
+    sizes = [p.ops[i].encoded_bytes for i in linear]
+    assert all(s > 0 for s in sizes) and sum(sizes) == p.diagonal_bytes
+    assert sum(p.ops[i].compact_bytes for i in linear) == p.compact_bytes
+    every = compiler.compile_model(p, toy_boot_context, compact=None, encoded_bytes=sum(sizes), progress=False)
+    assert every.compact == () and every.form == "encoded"
+    none = compiler.compile_model(p, toy_boot_context, compact=None, encoded_bytes=0, progress=False)
+    assert none.compact == tuple(linear) and none.form == "compact"
+    some = compiler.compile_model(p, toy_boot_context, compact=None, encoded_bytes=sizes[0], progress=False)
+    assert some.compact == tuple(linear[1:]) and some.form == f"mixed ({len(linear) - 1} of {len(linear)} layers compact)"
+    with pytest.raises(ValueError, match="encoded_bytes"):
+        compiler.compile_model(p, toy_boot_context, compact=True, encoded_bytes=0)
 
 
 @pytest.mark.slow

@@ -72,7 +72,9 @@ class Op:
     bias:   float64[n] or None.
     name:   the layer it comes from.
     level:  the level it runs at (filled by :func:`plan`); boot: whether ``src`` is bootstrapped
-            first (and ``boot2`` for ``src2``)."""
+            first (and ``boot2`` for ``src2``).
+    encoded_bytes, compact_bytes: "linear" only (filled by :func:`plan`): device memory of its
+            diagonals encoded and compact."""
 
     kind: str
     src: int
@@ -87,6 +89,8 @@ class Op:
     boot: bool = False
     boot2: bool = False
     steps: tuple = ()
+    encoded_bytes: int = 0
+    compact_bytes: int = 0
 
     def diagonals(self, n: int) -> dict:
         """{k: float64[n]} with M z = sum_k d_k * rot_k(z)."""
@@ -310,8 +314,10 @@ def plan(spec, params, ckks_params, act: PolyReLU, bounds, *, input_shape=(32, 3
             b = {bb for bs in groups.values() for bb in bs} | set(groups)
             rotations |= {s % n for s in b} - {0}
             ndiag += len(d)
-            dbytes += len(d) * (len(ckks_params.rows(op.level)) + ckks_params.alpha) * N * 4
-            cbytes += len(d) * (N + len(ckks_params.rows(op.level)) + ckks_params.alpha) * 4
+            op.encoded_bytes = len(d) * (len(ckks_params.rows(op.level)) + ckks_params.alpha) * N * 4
+            op.compact_bytes = len(d) * (N + len(ckks_params.rows(op.level)) + ckks_params.alpha) * 4
+            dbytes += op.encoded_bytes
+            cbytes += op.compact_bytes
         elif op.kind == "act":
             op.boot = need(op.src, act.depth, op.name)
             op.level = level[op.src]
@@ -436,7 +442,8 @@ class CompiledModel:
     ``plan.out_slots``); encode_s: host seconds spent encoding diagonals; compact: whether they are
     held compact (expanded in the program); biases: {op index: Plaintext}; act_fn: the jitted
     activation (ciphertext, ctx, evk); batch_fn: ``fn`` vmapped over a leading batch axis of the
-    ciphertext."""
+    ciphertext; compact: the op indices of the layers held compact (expanded in the program), the
+    others encoded."""
 
     plan: Plan
     transforms: dict
@@ -444,10 +451,16 @@ class CompiledModel:
     boot: object
     fn: object
     encode_s: float
-    compact: bool = False
+    compact: tuple = ()
     biases: dict = dataclasses.field(default_factory=dict)
     act_fn: object = None
     batch_fn: object = None
+
+    @property
+    def form(self) -> str:
+        """How the diagonals are held: "encoded", "compact" or "mixed (k of n layers compact)"."""
+        n, k = len(self.transforms), len(self.compact)
+        return "encoded" if k == 0 else "compact" if k == n else f"mixed ({k} of {n} layers compact)"
 
     def __call__(self, ct: Ciphertext, keys) -> Ciphertext:
         """Encrypted logits (at ``plan.out_slots``) of the encrypted image ``ct``: the whole
@@ -495,9 +508,10 @@ class CompiledModel:
                      step(lambda a, b: j["add"](a, b, ctx)))
 
 
-# the share of a device's memory the encoded diagonals may take before compile_model holds them
-# compact; without a memory figure (the CPU), this many bytes
-COMPACT_SHARE, COMPACT_DEFAULT_BYTES = 0.25, 16 << 30
+# compile_model's default budget for encoded diagonals: this share of what the device's memory
+# leaves beside the rotation keys (the rest is for the compact layers, the bootstrap's plans and
+# keys and the working ciphertexts); without a memory figure (the CPU), this many bytes
+ENCODED_SHARE, ENCODED_DEFAULT_BYTES = 0.5, 16 << 30
 
 
 def _device_bytes() -> int | None:
@@ -507,15 +521,18 @@ def _device_bytes() -> int | None:
 
 
 def compile_model(p: Plan, ctx: CKKSContext, boot=None, *, compact: bool | None = None,
-                  progress: bool | None = None) -> CompiledModel:
+                  encoded_bytes: int | None = None, progress: bool | None = None) -> CompiledModel:
     """Encode every linear layer's diagonals at its level and build the jitted program.
-    ``boot``: the bootstrapper (slots = ``p.slots``) when the plan bootstraps. ``compact``: hold
-    the diagonals compact and expand them inside the program (``plan.compact_bytes`` instead of
-    ``plan.diagonal_bytes`` of device memory, a forward NTT per diagonal per inference, the
-    weights rounded as :func:`jax_fhe.circuits.lintrans.make_linear_transform` says); default:
-    compact when the encoded diagonals would take more than a quarter of the device's memory
-    (16 GiB where the device reports none). ``progress``: a bar over the layers (default: when
-    there are more than 1,000 diagonals)."""
+    ``boot``: the bootstrapper (slots = ``p.slots``) when the plan bootstraps. ``compact``: True
+    holds every layer's diagonals compact and expands them inside the program (``op.compact_bytes``
+    instead of ``op.encoded_bytes`` of device memory, a forward NTT per diagonal per inference —
+    about three times the memory traffic of reading them encoded — and the weights rounded as
+    :func:`jax_fhe.circuits.lintrans.make_linear_transform` says); False encodes every layer;
+    None (default) encodes the layers, in plan order, while their encoded bytes fit
+    ``encoded_bytes`` and holds the rest compact. ``encoded_bytes`` defaults to half of what the
+    device's memory leaves beside the plan's rotation keys (16 GiB where the device reports no
+    memory). ``progress``: a bar over the layers (default: when there are more than 1,000
+    diagonals)."""
     import jax
 
     if p.bootstraps and boot is None:
@@ -523,21 +540,34 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None, *, compact: bool | None 
     if boot is not None and (boot.output_level != p.boot_level or boot.slots != p.slots):
         raise ValueError(f"compile_model: bootstrapper (slots {boot.slots}, output level {boot.output_level}) "
                          f"does not match the plan (slots {p.slots}, boot level {p.boot_level})")
+    linear = [(i, op) for i, op in enumerate(p.ops) if op.kind == "linear"]
     if compact is None:
-        limit = _device_bytes()
-        compact = p.diagonal_bytes > (COMPACT_SHARE * limit if limit else COMPACT_DEFAULT_BYTES)
+        if encoded_bytes is None:
+            limit = _device_bytes()
+            encoded_bytes = (int(ENCODED_SHARE * max(0, limit - p.key_bytes)) if limit
+                             else ENCODED_DEFAULT_BYTES)
+        held, chosen = 0, []
+        for i, op in linear:
+            if held + op.encoded_bytes <= encoded_bytes:
+                held += op.encoded_bytes
+            else:
+                chosen.append(i)
+        compact_ops = tuple(chosen)
+    elif encoded_bytes is not None:
+        raise ValueError("compile_model: encoded_bytes applies only to the default compact=None")
+    else:
+        compact_ops = tuple(i for i, _ in linear) if compact else ()
     t0 = time.perf_counter()
     cp = ctx.params
 
     def lt_scale(level):  # lands a default-scale input on the default scale of level - 1
         return float(cp.default_scale(level - 1)) * float(cp.ratio(level)) / float(cp.default_scale(level))
 
-    linear = [(i, op) for i, op in enumerate(p.ops) if op.kind == "linear"]
     transforms = {}
     for i, op in progress_bar(linear, progress, auto=p.diagonals > 1000, desc="diagonals", unit="layer"):
         diags = {k: d.astype(np.complex128) for k, d in op.diagonals(p.slots).items()}
         transforms[i] = circuits.make_linear_transform(diags, ctx, op.level, scale=lt_scale(op.level),
-                                                       compact=compact)
+                                                       compact=i in compact_ops)
     # the biases at the level and scale a linear layer's output has (the default scale of op.level - 1)
     biases = {i: ckks.encode(op.bias, ctx, level=op.level - 1, scale=cp.default_scale(op.level - 1))
               for i, op in linear if op.bias is not None and np.any(op.bias)}
@@ -555,7 +585,7 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None, *, compact: bool | None 
     act_fn = jax.jit(lambda x, ctx, evk: p.act.encrypted(x, ctx, evk))
     batch_fn = jax.jit(jax.vmap(program, in_axes=(0,) + (None,) * 6))
     return CompiledModel(plan=p, transforms=transforms, ctx=ctx, boot=boot, fn=jax.jit(program), encode_s=encode_s,
-                         compact=compact, biases=biases, act_fn=act_fn, batch_fn=batch_fn)
+                         compact=compact_ops, biases=biases, act_fn=act_fn, batch_fn=batch_fn)
 
 
 def gen_keys(ctx: CKKSContext, sk, p: Plan, boot=None, rng=None, *, progress: bool | None = None):
