@@ -439,9 +439,9 @@ class CompiledModel:
     plan: the :class:`Plan`; transforms: {op index: LinearTransform}; ctx; boot (a
     :class:`jax_fhe.circuits.Bootstrapper` or None); fn: the whole program as one jitted function
     (image ciphertext, evk, boot keys, transforms, biases, ctx, boot) -> logits ciphertext (at
-    ``plan.out_slots``); encode_s: host seconds spent encoding diagonals; biases: {op index: Plaintext}; act_fn: the jitted
-    activation (ciphertext, ctx, evk); batch_fn: ``fn`` vmapped over a leading batch axis of the
-    ciphertext; compact: the op indices of the layers held compact (expanded in the program), the
+    ``plan.out_slots``); encode_s: host seconds spent encoding diagonals; biases: {op index:
+    Plaintext}; act_fn: the jitted activation (ciphertext, ctx, evk); batch_fn: ``fn`` vmapped over
+    a leading batch axis of the ciphertext; compact: the op indices of the layers held compact (expanded in the program), the
     others encoded."""
 
     plan: Plan
