@@ -188,7 +188,8 @@ def test_compile_model_budget_and_forms(toy_boot_context):
     none = compiler.compile_model(p, toy_boot_context, compact=None, encoded_bytes=0, progress=False)
     assert none.compact == tuple(linear) and none.form == "compact"
     some = compiler.compile_model(p, toy_boot_context, compact=None, encoded_bytes=sizes[0], progress=False)
-    assert some.compact == tuple(linear[1:]) and some.form == f"mixed ({len(linear) - 1} of {len(linear)} layers compact)"
+    assert some.compact == tuple(linear[1:])
+    assert some.form == f"mixed ({len(linear) - 1} of {len(linear)} layers compact)"
     with pytest.raises(ValueError, match="encoded_bytes"):
         compiler.compile_model(p, toy_boot_context, compact=True, encoded_bytes=0)
 

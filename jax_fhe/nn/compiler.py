@@ -441,8 +441,8 @@ class CompiledModel:
     (image ciphertext, evk, boot keys, transforms, biases, ctx, boot) -> logits ciphertext (at
     ``plan.out_slots``); encode_s: host seconds spent encoding diagonals; biases: {op index:
     Plaintext}; act_fn: the jitted activation (ciphertext, ctx, evk); batch_fn: ``fn`` vmapped over
-    a leading batch axis of the ciphertext; compact: the op indices of the layers held compact (expanded in the program), the
-    others encoded."""
+    a leading batch axis of the ciphertext; compact: the op indices of the layers held compact
+    (expanded in the program), the others encoded."""
 
     plan: Plan
     transforms: dict
