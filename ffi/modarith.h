@@ -70,6 +70,15 @@ FHE_HD uint32_t reduce64(uint64_t x, const Reduce64& c) {
   return add_mod(a, b, c.p);
 }
 
+// Montgomery product a * b * 2^-32 mod q in [0, q), for a * b < q * 2^32 (q odd, < 2^31) and
+// neg_qinv = -q^-1 mod 2^32. The low words of a b and m q sum to 0 or 2^32, so the carry into
+// the high word is (lo != 0). The same steps as jax_fhe/ops/modarith.py's _mont.
+FHE_HD uint32_t mont_mul(uint32_t a, uint32_t b, uint32_t q, uint32_t neg_qinv) {
+  const uint32_t lo = a * b;
+  const uint32_t m = lo * neg_qinv;
+  return csub(mulhi32(a, b) + mulhi32(m, q) + (lo != 0u ? 1u : 0u), q);
+}
+
 // Negacyclic NTT butterflies on canonical residues.
 // Cooley-Tukey (forward): (a, b) -> (a + w b, a - w b).
 FHE_HD void ct_butterfly(uint32_t& a, uint32_t& b, uint32_t w, uint32_t w_shoup, uint32_t q) {

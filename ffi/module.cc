@@ -34,6 +34,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_key_inner_product_mod_down"] = capsule(jax_fhe::KeyProductModDownCpu);
     d["jax_fhe_key_inner_product_mod_down_ntt"] = capsule(jax_fhe::KeyProductModDownNttCpu);
     d["jax_fhe_key_inner_product_intt"] = capsule(jax_fhe::KeyProductInttCpu);
+    d["jax_fhe_tensor_product"] = capsule(jax_fhe::TensorProductCpu);
     return d;
   });
   m.def("cuda_targets", []() {
@@ -51,6 +52,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_key_inner_product_mod_down"] = capsule(jax_fhe::KeyProductModDownCuda);
     d["jax_fhe_key_inner_product_mod_down_ntt"] = capsule(jax_fhe::KeyProductModDownNttCuda);
     d["jax_fhe_key_inner_product_intt"] = capsule(jax_fhe::KeyProductInttCuda);
+    d["jax_fhe_tensor_product"] = capsule(jax_fhe::TensorProductCuda);
 #endif
     return d;
   });

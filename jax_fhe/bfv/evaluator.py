@@ -171,18 +171,9 @@ def _scale_round(d, ctx: BFVContext) -> jax.Array:
     return ops.ntt(ops.mixed_radix_conv(z, ctx.mul.back), ctx.ring, ctx.q_rows)
 
 
-def _tensor(x, y, ctx: BFVContext, square: bool) -> jax.Array:
+def _tensor(x, y, ctx: BFVContext) -> jax.Array:
     """(x0 y0, x0 y1 + x1 y0, x1 y1) over Q B (NTT): [..., 2, L+Lb, N] x2 -> [..., 3, L+Lb, N]."""
-    rows = tuple(range(x.shape[-2]))
-    mm = lambda u, v: ops.mul_mod(u, v, ctx.mul_ring, rows)  # noqa: E731
-    x0, x1 = x[..., 0, :, :], x[..., 1, :, :]
-    if square:
-        d1 = mm(x0, x1)
-        d1 = ops.add_mod(d1, d1, ctx.mul_ring, rows)
-        return jnp.stack([mm(x0, x0), d1, mm(x1, x1)], axis=-3)
-    y0, y1 = y[..., 0, :, :], y[..., 1, :, :]
-    d1 = ops.add_mod(mm(x0, y1), mm(x1, y0), ctx.mul_ring, rows)
-    return jnp.stack([mm(x0, y0), d1, mm(x1, y1)], axis=-3)
+    return ops.tensor_product(x, y, ctx.mul_ring, tuple(range(x.shape[-2])))
 
 
 def relinearize_data(d, ctx: BFVContext, relin_key) -> jax.Array:
@@ -217,10 +208,11 @@ def _mul_ct(a: Ciphertext, b: Ciphertext | None, ctx, evk, relinearize: bool, wh
     if relinearize:
         _check_relin_key(evk, ctx, what)
     if b is None:
-        d = _tensor(_lift(a.data, ctx), None, ctx, square=True)
+        x = _lift(a.data, ctx)
+        d = _tensor(x, x, ctx)
     else:
         x, y = jnp.broadcast_arrays(a.data, b.data)
-        d = _tensor(_lift(x, ctx), _lift(y, ctx), ctx, square=False)
+        d = _tensor(_lift(x, ctx), _lift(y, ctx), ctx)
     d = _scale_round(d, ctx)
     return a.replace(data=relinearize_data(d, ctx, evk.relin) if relinearize else d)
 

@@ -254,15 +254,7 @@ def _mul_ct(a, b, ctx, evk, relinearize, what):
     else:
         x = y = a.data
         factor = a.factor * a.factor % t
-    rows = ctx.params.rows(a.level)
-    mm = lambda u, v: ops.mul_mod(u, v, ctx.ring, rows)  # noqa: E731
-    x0, x1, y0, y1 = x[..., 0, :, :], x[..., 1, :, :], y[..., 0, :, :], y[..., 1, :, :]
-    if b is None:
-        d1 = mm(x0, x1)
-        d1 = ops.add_mod(d1, d1, ctx.ring, rows)
-    else:
-        d1 = ops.add_mod(mm(x0, y1), mm(x1, y0), ctx.ring, rows)
-    d = jnp.stack([mm(x0, y0), d1, mm(x1, y1)], axis=-3)
+    d = ops.tensor_product(x, y, ctx.ring, ctx.params.rows(a.level))
     data = relinearize_data(d, ctx, evk.relin, a.level) if relinearize else d
     return a.replace(data=data, factor=factor)
 

@@ -428,13 +428,13 @@ def mul(a: Ciphertext, b, ctx: CKKSContext, evk: EvalKeys | None = None, *, resc
         a, b = _same_level(a, b, ctx, match_scale=False)
         rows = a.params.rows(a.level)
         x, y = jnp.broadcast_arrays(a.data, b.data)
-        b1, a1, b2, a2 = x[..., 0, :, :], x[..., 1, :, :], y[..., 0, :, :], y[..., 1, :, :]
-        mm = lambda u, v: ops.mul_mod(u, v, ctx.ring, rows)  # noqa: E731
-        d1 = ops.add_mod(mm(b1, a2), mm(a1, b2), ctx.ring, rows)
-        if relinearize:
+        if relinearize:   # the three products fuse into the key switch's neighbours
+            b1, a1, b2, a2 = x[..., 0, :, :], x[..., 1, :, :], y[..., 0, :, :], y[..., 1, :, :]
+            mm = lambda u, v: ops.mul_mod(u, v, ctx.ring, rows)  # noqa: E731
+            d1 = ops.add_mod(mm(b1, a2), mm(a1, b2), ctx.ring, rows)
             data = relinearize_data(mm(b1, b2), d1, mm(a1, a2), ctx, evk.relin, a.level)
         else:
-            data = jnp.stack([mm(b1, b2), d1, mm(a1, a2)], axis=-3)
+            data = ops.tensor_product(x, y, ctx.ring, rows)
         out = a.replace(data=data, scale=a.scale * b.scale)
     elif isinstance(b, Plaintext):
         w, a = _pt_at(b, a, ctx, "mul")
