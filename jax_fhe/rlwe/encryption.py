@@ -3,13 +3,15 @@
 Everything here works on plain arrays over chosen rows of an :class:`jax_fhe.rns.RNSContext`
 (``rows``: which primes the L limbs use), so a scheme decides its levels and wraps the result in
 its own types. Randomness comes only from :class:`jax_fhe.rns.HostRandom` (os.urandom unless a
-test passes an explicitly insecure one); sampling runs on the host, so encryption is not jitted,
-decryption is.
+test passes an explicitly insecure one); sampling runs on the host, so encryption is not jitted
+as a whole (public-key encryption's arithmetic after the draws is one jitted program), decryption
+is.
 
 Component order (:mod:`.ciphertext`): (c0, c1) = (b, a) with b = m + e - a s, phase c0 + c1 s.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -131,18 +133,37 @@ def encrypt_pk(m, pk, ring: RNSContext, rows: Sequence[int], rng: HostRandom | N
     rows = tuple(rows)
     m = jnp.asarray(m)
     batch = tuple(m.shape[:-2])
-    enc_rows = rows if tables is None else keyswitch.extended_rows(tables)
     if tables is not None and tuple(tables.rows) != rows:
         raise ValueError(f"encrypt_pk: the key-switching tables are for rows {tables.rows}, not {rows}")
-    shape = batch + (len(enc_rows), ring.n)
-    v = rng.ternary(batch + (ring.n,))
-    v = ops.ntt(jnp.asarray(to_residues(v, ring.primes_for(enc_rows))), ring, enc_rows)
+    enc_rows = rows if tables is None else keyswitch.extended_rows(tables)
+    # the host draws (v, then e0, then e1); the arithmetic is one jitted program
+    v = rng.ternary(batch + (ring.n,)).astype(np.int32)
+    factor = check_error_factor(error_factor)
+    noise = []
+    for _ in range(2):
+        e = rng.gaussian(batch + (ring.n,), sigma, tail)
+        # small values are lifted inside the NTT (ntt_lift); f e beyond int32 (BGV's t) as residues
+        noise.append(e if factor == 1 else to_residues(e.astype(np.int64) * factor, ring.primes_for(enc_rows)))
+    return _encrypt_pk_program(m, pk, v, *noise, ring, tables, rows=rows)
+
+
+@functools.partial(jax.jit, static_argnames=("rows",))
+def _encrypt_pk_program(m, pk, v, e0, e1, ring, tables, *, rows):
+    """encrypt_pk's arithmetic: v, e0, e1 small int32[..., N] (or e0, e1 residues uint32[..., L, N]
+    on the encryption rows)."""
+    from . import keyswitch
+
+    enc_rows = rows if tables is None else keyswitch.extended_rows(tables)
+    shape = tuple(m.shape[:-2]) + (len(enc_rows), ring.n)
+
+    def ntt(x):
+        return ops.ntt_lift(x, ring, rows=enc_rows) if x.dtype == jnp.int32 else ops.ntt(x, ring, enc_rows)
+
+    v = ntt(v)
     pk = ops.take_static(pk, enc_rows, -2, max_runs=1)
     full = lambda x: jnp.broadcast_to(x, shape)  # noqa: E731
-    c0 = ops.add_mod(ops.mul_mod(v, full(pk[0]), ring, enc_rows),
-                     noise_ntt(batch + (ring.n,), ring, enc_rows, rng, sigma, tail, error_factor), ring, enc_rows)
-    c1 = ops.add_mod(ops.mul_mod(v, full(pk[1]), ring, enc_rows),
-                     noise_ntt(batch + (ring.n,), ring, enc_rows, rng, sigma, tail, error_factor), ring, enc_rows)
+    c0 = ops.add_mod(ops.mul_mod(v, full(pk[0]), ring, enc_rows), ntt(e0), ring, enc_rows)
+    c1 = ops.add_mod(ops.mul_mod(v, full(pk[1]), ring, enc_rows), ntt(e1), ring, enc_rows)
     nl = len(rows)
     if tables is None:
         return jnp.stack([ops.add_mod(c0, m, ring, rows), c1], axis=-3)
