@@ -5,6 +5,7 @@
 
 #include "automorphism_args.h"
 #include "common.h"
+#include "cuda_device.cuh"
 #include "modarith.h"
 
 namespace jax_fhe {
@@ -35,13 +36,6 @@ __global__ void automorphism_coeff_kernel(const uint32_t* __restrict__ x,
   const uint32_t src = (k * galois_inv) & (2u * n - 1u);
   const uint32_t v = __ldg(x + (i - k) + (src & (n - 1u)));
   y[i] = src < n ? v : sub_mod(0u, v, __ldg(moduli + poly % limbs));
-}
-
-ffi::Error launch_status(const char* what) {
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess)
-    return ffi::Error::Internal(std::string(what) + " launch failed: " + cudaGetErrorString(err));
-  return ffi::Error::Success();
 }
 
 ffi::Error AutomorphismNttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,

@@ -556,10 +556,7 @@ ffi::Error run_bconv(cudaStream_t stream, const BconvShape& s, int64_t fold_ever
     else if (inputs <= 12) mma_args(launch_mma<3, CENTERED>);
     else if (inputs <= 16) mma_args(launch_mma<4, CENTERED>);
     else if constexpr (CENTERED) mma_args(launch_mma<5, true>);  // 16 inputs + k
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess)
-      return ffi::Error::Internal(std::string("bconv kernel launch failed: ") + cudaGetErrorString(err));
-    return ffi::Error::Success();
+    return launch_status("bconv kernel");
   }
   // At 9..12 inputs: 4 coefficients per thread (80 registers) where the grid fills the GPU
   // without splitting the output limbs, else 2 (60 registers, so more warps per SM), and
@@ -581,10 +578,7 @@ ffi::Error run_bconv(cudaStream_t stream, const BconvShape& s, int64_t fold_ever
     else if (s.lin <= 48) args(launch<48, 1, false>);
     else args(launch<64, 1, false>);
   }
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess)
-    return ffi::Error::Internal(std::string("bconv kernel launch failed: ") + cudaGetErrorString(err));
-  return ffi::Error::Success();
+  return launch_status("bconv kernel");
 }
 
 ffi::Error BconvCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,

@@ -8,11 +8,20 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "common.h"
 
 namespace jax_fhe {
+
+// The handler's result after its launches: the launch error, if any, named by `what`.
+inline ffi::Error launch_status(const char* what) {
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    return ffi::Error::Internal(std::string(what) + " launch failed: " + cudaGetErrorString(err));
+  return ffi::Error::Success();
+}
 
 // read(device) for the current device, computed once per device and cached; a result <= 0
 // means "could not be read" and is not cached (returns 0). Each `Read` type (each lambda) has

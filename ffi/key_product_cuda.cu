@@ -309,13 +309,6 @@ void launch_key_product_rows(bool inverse, bool lazy, const uint32_t* x, const u
 
 static_assert(sizeof(KeyProductPlan) <= 4000, "the plan travels as a kernel parameter");
 
-ffi::Error launch_status(const char* what) {
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess)
-    return ffi::Error::Internal(std::string(what) + " launch failed: " + cudaGetErrorString(err));
-  return ffi::Error::Success();
-}
-
 // The product of a decoded call; sub (the ModDown variant's, with the shape decoded) or null.
 void launch_key_product(cudaStream_t stream, const KeyProductCall& c, const uint32_t* x,
                         const uint32_t* key, const uint32_t* sub, uint32_t* out,

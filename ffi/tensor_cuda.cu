@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "common.h"
+#include "cuda_device.cuh"
 #include "tensor_args.h"
 
 namespace jax_fhe {
@@ -49,10 +50,7 @@ ffi::Error TensorProductCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
   kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
       x.typed_data(), y.typed_data(), moduli.typed_data(), neg_qinv.typed_data(), r2.typed_data(),
       out->typed_data(), total, ln, s.log_n, s);
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess)
-    return ffi::Error::Internal(std::string("tensor_product launch failed: ") + cudaGetErrorString(err));
-  return ffi::Error::Success();
+  return launch_status("tensor_product");
 }
 
 }  // namespace
