@@ -47,12 +47,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="INSECURE toy-boot-n12, a 2-layer CNN on 8x8")
     ap.add_argument("--layers", type=int, default=None,
                     help="only the first LAYERS layers of ResNet-20 and a random head (timing; accuracy meaningless)")
-    ap.add_argument("--diagonals", choices=("auto", "encoded", "compact"), default="auto",
-                    help="hold the layers' diagonals encoded, or compact and expanded in the program "
-                         "(auto: encoded layer by layer while they fit --encoded-gib, the rest compact)")
-    ap.add_argument("--encoded-gib", type=float, default=None,
-                    help="auto's budget for encoded diagonals (default: half of the device memory left "
-                         "beside the rotation keys)")
+    ex.add_diagonal_arguments(ap)
     ap.add_argument("--act", choices=tuple(ex.ACTIVATIONS), default="composite",
                     help="the ReLU's polynomial (examples/encrypted_resnet20.py ACTIVATIONS)")
     ap.add_argument("--mode", choices=("staged", "whole"), default="staged",
@@ -70,6 +65,7 @@ def main() -> None:
     if args.combine:
         combine(args.combine)
         return
+    diag = ex.diagonal_options(ap, args)   # checked before any work
     if args.quick:
         args.runs, args.images, args.eval = 2, 2, 64
     results.refuse_quick_default(ap, args.results, args.quick, "apps")
@@ -81,6 +77,8 @@ def main() -> None:
 
     dev = jax.devices()[0]
     spec, params, x, y, act, bounds, preset = ex.setup(args.quick, args.calib, args.act, layers=args.layers)
+    if not 0 <= args.start < len(x):
+        ap.error(f"--start must be in [0, {len(x)}), got {args.start}")
     ctx = ckks.make_context(ckks.preset(preset))
     # the slot count does not depend on the levels
     slots = compiler.plan(spec, params, ctx.params, act, bounds, input_shape=x.shape[1:],
@@ -96,11 +94,7 @@ def main() -> None:
     keys = ckks.keygen(ctx, rng)
     ek = compiler.gen_keys(ctx, keys.secret, p, boot if p.bootstraps else None, rng)
     t1 = time.perf_counter()
-    compact = {"auto": None, "encoded": False, "compact": True}[args.diagonals]
-    if args.encoded_gib is not None and compact is not None:
-        ap.error("--encoded-gib goes with --diagonals auto")
-    budget = None if args.encoded_gib is None else int(args.encoded_gib * 2**30)
-    model = compiler.compile_model(p, ctx, boot if p.bootstraps else None, compact=compact, encoded_bytes=budget)
+    model = compiler.compile_model(p, ctx, boot if p.bootstraps else None, **diag)
     mem = {"keys_gib": _gib(ek), "diagonals_gib": _gib(model.transforms)}
     print(f"keys {t1 - t0:.1f} s, diagonals {model.form} {model.encode_s:.1f} s; memory: "
           + ", ".join(f"{k[:-4]} {v:.2f} GiB" for k, v in mem.items()))
@@ -138,8 +132,6 @@ def main() -> None:
             bts.append(time.perf_counter() - t0)
         batch_s = statistics.median(bts)
         print(f"batch of {args.batch}: {batch_s:.3f} s, {batch_s / args.batch:.3f} s per image")
-    if not 0 <= args.start < len(x):
-        ap.error(f"--start must be in [0, {len(x)}), got {args.start}")
     sel = slice(args.start, min(len(x), args.start + args.images))
     logits, _ = compiler.run(model, x[sel], ek, keys.public, keys.secret, rng, staged=args.mode == "staged")
     pred = logits.argmax(1)

@@ -59,17 +59,30 @@ def setup(quick: bool, calib: int, act_name: str = "composite", layers: int | No
     return spec, params, x, y, act, bounds, preset
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--images", type=int, default=4, help="images to classify encrypted (the first ones)")
-    ap.add_argument("--eval", type=int, default=128, help="images for the plaintext accuracies")
-    ap.add_argument("--calib", type=int, default=64, help="images (from the end) for the activation bounds")
+def add_diagonal_arguments(ap) -> None:
+    """--diagonals and --encoded-gib (this example and benchmarks/bench_resnet20.py)."""
     ap.add_argument("--diagonals", choices=("auto", "encoded", "compact"), default="auto",
                     help="hold the layers' diagonals encoded, or compact and expanded in the program "
                          "(auto: encoded layer by layer while they fit --encoded-gib, the rest compact)")
     ap.add_argument("--encoded-gib", type=float, default=None,
                     help="auto's budget for encoded diagonals (default: half of the device memory left "
                          "beside the rotation keys)")
+
+
+def diagonal_options(ap, args) -> dict:
+    """compile_model's compact= and encoded_bytes= from --diagonals and --encoded-gib."""
+    compact = {"auto": None, "encoded": False, "compact": True}[args.diagonals]
+    if args.encoded_gib is not None and compact is not None:
+        ap.error("--encoded-gib goes with --diagonals auto")
+    return dict(compact=compact, encoded_bytes=None if args.encoded_gib is None else int(args.encoded_gib * 2**30))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--images", type=int, default=4, help="images to classify encrypted (the first ones)")
+    ap.add_argument("--eval", type=int, default=128, help="images for the plaintext accuracies")
+    ap.add_argument("--calib", type=int, default=64, help="images (from the end) for the activation bounds")
+    add_diagonal_arguments(ap)
     ap.add_argument("--act", choices=tuple(ACTIVATIONS), default="composite",
                     help="the ReLU's polynomial (ResNet-20 only; ACTIVATIONS says depth, bootstraps, accuracy)")
     ap.add_argument("--mode", choices=("staged", "whole"), default="staged",
@@ -80,6 +93,7 @@ def main():
     ap.add_argument("--layers", type=int, default=None,
                     help="only the first LAYERS layers of ResNet-20 and a random head (timing; accuracy meaningless)")
     args = ap.parse_args()
+    diag = diagonal_options(ap, args)   # checked before any work
 
     import jax
     from jax_fhe import ckks, circuits, nn
@@ -110,11 +124,7 @@ def main():
     keys = ckks.keygen(ctx, rng)
     ek = compiler.gen_keys(ctx, keys.secret, p, boot, rng)
     print(f"keys: {time.perf_counter() - t0:.1f} s")
-    compact = {"auto": None, "encoded": False, "compact": True}[args.diagonals]
-    if args.encoded_gib is not None and compact is not None:
-        ap.error("--encoded-gib goes with --diagonals auto")
-    budget = None if args.encoded_gib is None else int(args.encoded_gib * 2**30)
-    model = compiler.compile_model(p, ctx, boot, compact=compact, encoded_bytes=budget)
+    model = compiler.compile_model(p, ctx, boot, **diag)
     print(f"diagonals {model.form}: {model.encode_s:.1f} s")
     imgs = x[:args.images]
     ct = compiler.encrypt_image(imgs[0], p, ctx, keys.public, rng)

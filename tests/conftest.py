@@ -2,7 +2,10 @@
 reason on machines without a CUDA device (or without the CUDA kernels built)."""
 from __future__ import annotations
 
+import contextlib
 import os
+import pathlib
+import sys
 import zlib
 
 # Under pytest-xdist each worker is a process with its own XLA client: without this, the first to
@@ -66,3 +69,17 @@ def toy_boot_context():
     the circuits tests share it."""
     from jax_fhe import ckks
     return ckks.make_context(ckks.toy_boot_n12())
+
+
+#: the benchmarks/ folder: its scripts are modules the benchmark tests import
+BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@contextlib.contextmanager
+def benchmarks_importable():
+    """benchmarks/ on sys.path for the duration (its scripts import one another by name)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(BENCHMARKS))

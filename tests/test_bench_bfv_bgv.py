@@ -2,28 +2,23 @@
 docstring, the "rotate random" step decomposes as SEAL's keys need, and a --quick run (CPU,
 toy-n12) writes well-formed results that results_page.py renders as the "BFV and BGV" table."""
 import json
-import pathlib
 import re
 import shutil
-import sys
 
 import pytest
 
 from jax_fhe import bfv, bgv
 
-BENCH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+from conftest import benchmarks_importable
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))
-    try:
+    with benchmarks_importable():
         import bench_bfv_bgv
         import results
         import results_page
         yield bench_bfv_bgv, results, results_page
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def test_floor_bytes_by_hand(bench):

@@ -1,22 +1,17 @@
 """benchmarks/bench_resnet20.py --combine: the accuracy over several runs' disjoint image ranges
 (the 512-image accuracy is measured in parts that each fit one device call)."""
 import json
-import pathlib
-import sys
 
 import pytest
 
-BENCH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+from conftest import benchmarks_importable
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))
-    try:
+    with benchmarks_importable():
         import bench_resnet20
         yield bench_resnet20
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def _run(tmp_path, name, start, pred, poly, labels):

@@ -373,10 +373,9 @@ def test_bad_inputs(chain):
 def test_bench_klss_records_what_the_selector_reads(tmp_path):
     """benchmarks/bench_klss.py --record: a run's points replace earlier ones with the same
     fingerprint on this platform, and keyswitch="auto" follows them."""
-    import pathlib
-    import sys
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
-    import bench_klss
+    from conftest import benchmarks_importable
+    with benchmarks_importable():
+        import bench_klss
     p = ckks.toy_n12_klss()
     assert [v.name for v in bench_klss.variants(ckks.toy_n12(), (1, 2, 6))] == ["toy-N12", "toy-N12-a1", "toy-N12-a2"]
     assert bench_klss.with_blocks([p], "2,3")[1].keyswitch_options == (("klss_block", 3),)

@@ -1,22 +1,17 @@
 """benchmarks/profile_pir.py on the toy instance: per-stage timing (the chained stages must give
 the full answer's ciphertexts exactly) and the compile-only memory mode."""
 import json
-import pathlib
-import sys
 
 import pytest
 
-BENCH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+from conftest import benchmarks_importable
 
 
 @pytest.fixture(scope="module")
 def profile_pir():
-    sys.path.insert(0, str(BENCH))
-    try:
+    with benchmarks_importable():
         import profile_pir
         yield profile_pir
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def test_quick_stage_times(profile_pir, tmp_path):

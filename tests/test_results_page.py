@@ -2,24 +2,19 @@
 in the repository is what the JSON gives, its tables are well formed, the benchmarks write
 entries that replace the page's rows (same keys), and the results format refuses bad entries."""
 import json
-import pathlib
 import re
-import sys
 
 import pytest
 
-BENCH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+from conftest import BENCHMARKS, benchmarks_importable
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))
-    try:
+    with benchmarks_importable():
         import results
         import results_page
         yield results, results_page
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def _tables(text):
@@ -41,7 +36,7 @@ def _tables(text):
 def test_page_is_rendered_from_the_json(bench):
     _, page = bench
     text = page.render()
-    assert (BENCH / "RESULTS.md").read_text() == text, "run: python benchmarks/results_page.py"
+    assert (BENCHMARKS / "RESULTS.md").read_text() == text, "run: python benchmarks/results_page.py"
     assert page.main(["--check"]) == 0
 
 
@@ -74,7 +69,7 @@ def test_tables_are_well_formed(bench):
 
 def test_every_note_has_its_marker(bench):
     _, page = bench
-    for area_doc in (json.loads(p.read_text()) for p in sorted((BENCH / "results").glob("*.json"))):
+    for area_doc in (json.loads(p.read_text()) for p in sorted((BENCHMARKS / "results").glob("*.json"))):
         lines, notes = page.table(area_doc["entries"])
         assert len(notes) == sum(1 for e in area_doc["entries"] if e.get("notes"))
         for i in range(1, len(notes) + 1):
