@@ -10,7 +10,9 @@ executable): the first call (compilation + one run), then --runs warm calls on o
 by layer and by kind (bootstrap, linear, act, add, rotsum); the bootstrap share = (bootstraps in
 the plan) x (one bootstrap's time in that split) / per-image time. --batch B also times B
 images in one vmapped call (throughput: seconds per image of the batch). Accuracy: --images images encrypted, their
-predictions against the labels and against the polynomial (plaintext) model; the float ReLU
+predictions against the labels and against the polynomial (plaintext) model, in chunks of
+ACCURACY_CHUNK images with the --out file rewritten after each (a run stopped by a time limit
+keeps what it finished); the float ReLU
 and polynomial models' accuracies on --eval images beside them. Prints a table; ``--out FILE``
 writes JSON; ``--results`` merges the row into benchmarks/results/apps.json (the results page).
 """
@@ -28,6 +30,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+
+
+#: images per step of the accuracy pass (the --out file is rewritten after each)
+ACCURACY_CHUNK = 16
+#: images whose logits are compared with the packed float64 simulation (compiler.simulate)
+SIMULATED_IMAGES = 4
 
 
 def _gib(tree) -> float:
@@ -77,6 +85,8 @@ def main() -> None:
 
     dev = jax.devices()[0]
     spec, params, x, y, act, bounds, preset = ex.setup(args.quick, args.calib, args.act, layers=args.layers)
+    if args.images < 1:
+        ap.error(f"--images must be at least 1, got {args.images}")
     if not 0 <= args.start < len(x):
         ap.error(f"--start must be in [0, {len(x)}), got {args.start}")
     ctx = ckks.make_context(ckks.preset(preset))
@@ -132,29 +142,39 @@ def main() -> None:
             bts.append(time.perf_counter() - t0)
         batch_s = statistics.median(bts)
         print(f"batch of {args.batch}: {batch_s:.3f} s, {batch_s / args.batch:.3f} s per image")
-    sel = slice(args.start, min(len(x), args.start + args.images))
-    logits, _ = compiler.run(model, x[sel], ek, keys.public, keys.secret, rng, staged=args.mode == "staged")
-    pred = logits.argmax(1)
-    want = compiler.simulate(p, x[sel])
-    poly_sel = compiler.polynomial_forward(spec, params, x[sel], act, bounds).argmax(1)
-    err = float(np.abs(logits - want).max() / np.abs(want).max())
+    stop = min(len(x), args.start + args.images)
     out = dict(device=dev.device_kind, preset=preset, layers=args.layers or len(spec), slots=p.slots, bootstraps=p.bootstraps,
                diagonals=p.diagonals, diagonals_form=model.form, compact_layers=len(model.compact), rotation_keys=len(p.rotations), first_call_s=first,
                act=args.act, act_depth=act.depth, mode=args.mode, per_image_s=per_image, runs_s=times, bootstrap_s=boot_s, split_s=by_kind,
                split_layers_s=split, batch=args.batch, batch_s=batch_s,
                batch_per_image_s=(batch_s / args.batch) if batch_s else None,
                bootstrap_share=(p.bootstraps * boot_s / per_image) if boot_s else None,
-               images=len(pred), start=args.start, encrypted_accuracy=float(np.mean(pred == y[sel])),
-               encrypted_agreement_poly=float(np.mean(pred == poly_sel)),
-               predictions=pred.tolist(), poly_predictions=poly_sel.tolist(), labels=np.asarray(y[sel]).tolist(),
-               logit_error_log2=float(np.log2(err)), eval_images=len(xe),
-               float_accuracy=float(np.mean(ref == ye)), poly_accuracy=float(np.mean(poly == ye)),
-               poly_agreement_float=float(np.mean(ref == poly)), memory=mem)
+               eval_images=len(xe), float_accuracy=float(np.mean(ref == ye)), poly_accuracy=float(np.mean(poly == ye)),
+               poly_agreement_float=float(np.mean(ref == poly)), memory=mem, start=args.start)
+    # the accuracy pass in chunks, the --out file rewritten after each: a run stopped by a time
+    # limit keeps the images it finished (--combine joins runs over disjoint ranges)
+    pred, poly_sel, logit_err = [], [], []
+    for lo in range(args.start, stop, ACCURACY_CHUNK):
+        chunk = slice(lo, min(stop, lo + ACCURACY_CHUNK))
+        logits, _ = compiler.run(model, x[chunk], ek, keys.public, keys.secret, rng, staged=args.mode == "staged")
+        pred += logits.argmax(1).tolist()
+        poly_sel += compiler.polynomial_forward(spec, params, x[chunk], act, bounds).argmax(1).tolist()
+        if not logit_err:   # the packed float64 simulation is slow (every diagonal): the first images only
+            k = min(SIMULATED_IMAGES, len(logits))
+            want = compiler.simulate(p, x[chunk][:k])
+            logit_err.append(float(np.abs(logits[:k] - want).max() / np.abs(want).max()))
+        labels = np.asarray(y[args.start:args.start + len(pred)])
+        out.update(images=len(pred), encrypted_accuracy=float(np.mean(np.asarray(pred) == labels)),
+                   encrypted_agreement_poly=float(np.mean(np.asarray(pred) == np.asarray(poly_sel))),
+                   predictions=pred, poly_predictions=poly_sel, labels=labels.tolist(),
+                   logit_error_log2=float(np.log2(logit_err[0])), logit_error_images=min(SIMULATED_IMAGES, len(pred)))
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(out, f, indent=1)
+        print(f"images {args.start}-{args.start + len(pred) - 1}: encrypted accuracy "
+              f"{100 * out['encrypted_accuracy']:.1f}%, agreement {100 * out['encrypted_agreement_poly']:.1f}%", flush=True)
     for k, v in out.items():
         print(f"{k:26s} {v}")
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(out, f, indent=1)
     if args.results and args.layers is None:
         name = "ResNet-20 CIFAR-10, one image" if not args.quick else "toy CNN (INSECURE), one image"
         row = results.entry(f"nn/resnet20/{preset}", name, f"{preset}, {p.slots} slots, {p.bootstraps} bootstraps",
