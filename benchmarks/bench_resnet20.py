@@ -56,7 +56,8 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=None,
                     help="only the first LAYERS layers of ResNet-20 and a random head (timing; accuracy meaningless)")
     ex.add_diagonal_arguments(ap)
-    ap.add_argument("--act", choices=tuple(ex.ACTIVATIONS), default="composite",
+    ex.add_margin_argument(ap)
+    ap.add_argument("--act", choices=tuple(ex.ACTIVATIONS), default="poly63",
                     help="the ReLU's polynomial (examples/encrypted_resnet20.py ACTIVATIONS)")
     ap.add_argument("--mode", choices=("staged", "whole"), default="staged",
                     help="time one jitted call per op (staged: identical stages compile once) or the whole "
@@ -84,7 +85,10 @@ def main() -> None:
     from jax_fhe.rns import HostRandom
 
     dev = jax.devices()[0]
-    spec, params, x, y, act, bounds, preset = ex.setup(args.quick, args.calib, args.act, layers=args.layers)
+    if args.margin is not None and not args.margin > 0:
+        ap.error(f"--margin must be positive, got {args.margin}")
+    spec, params, x, y, act, bounds, preset = ex.setup(args.quick, args.calib, args.act, layers=args.layers,
+                                                       margin=args.margin)
     if args.images < 1:
         ap.error(f"--images must be at least 1, got {args.images}")
     if not 0 <= args.start < len(x):
@@ -93,12 +97,15 @@ def main() -> None:
     # the slot count does not depend on the levels
     slots = compiler.plan(spec, params, ctx.params, act, bounds, input_shape=x.shape[1:],
                           boot_level=ctx.params.max_level).slots
-    boot = circuits.make_bootstrapper(ctx, circuits.BootstrapConfig(slots=slots))
+    boot = circuits.make_bootstrapper(ctx, ex.boot_config(args.quick, args.act, slots))
     p = compiler.plan(spec, params, ctx.params, act, bounds, input_shape=x.shape[1:], boot_level=boot.output_level)
     print(p.summary())
     xe, ye = x[:args.eval], y[:args.eval]
     ref = nn.forward(spec, params, xe).argmax(1)
     poly = compiler.polynomial_forward(spec, params, xe, act, bounds).argmax(1)
+    ratio = compiler.activation_ratio(spec, params, xe, act, bounds)
+    print(f"{len(xe)} images: largest activation input {ratio.max():.2f} of its bound, "
+          f"{int((ratio > 1).sum())} images outside their bounds", flush=True)
     rng = HostRandom.insecure_deterministic(1)   # benchmark keys only
     t0 = time.perf_counter()
     keys = ckks.keygen(ctx, rng)
@@ -150,15 +157,19 @@ def main() -> None:
                batch_per_image_s=(batch_s / args.batch) if batch_s else None,
                bootstrap_share=(p.bootstraps * boot_s / per_image) if boot_s else None,
                eval_images=len(xe), float_accuracy=float(np.mean(ref == ye)), poly_accuracy=float(np.mean(poly == ye)),
-               poly_agreement_float=float(np.mean(ref == poly)), memory=mem, start=args.start)
+               poly_agreement_float=float(np.mean(ref == poly)), memory=mem, start=args.start,
+               margin=ex.margin_of(args.quick, args.act, args.margin),
+               eval_max_activation_ratio=float(ratio.max()), eval_outside_bounds=int((ratio > 1).sum()))
     # the accuracy pass in chunks, the --out file rewritten after each: a run stopped by a time
     # limit keeps the images it finished (--combine joins runs over disjoint ranges)
-    pred, poly_sel, logit_err = [], [], []
+    pred, poly_sel, logit_err, outside = [], [], [], []
     for lo in range(args.start, stop, ACCURACY_CHUNK):
         chunk = slice(lo, min(stop, lo + ACCURACY_CHUNK))
         logits, _ = compiler.run(model, x[chunk], ek, keys.public, keys.secret, rng, staged=args.mode == "staged")
         pred += logits.argmax(1).tolist()
         poly_sel += compiler.polynomial_forward(spec, params, x[chunk], act, bounds).argmax(1).tolist()
+        r = compiler.activation_ratio(spec, params, x[chunk], act, bounds)
+        outside += [chunk.start + int(i) for i in np.flatnonzero(r > 1)]
         if not logit_err:   # the packed float64 simulation is slow (every diagonal): the first images only
             k = min(SIMULATED_IMAGES, len(logits))
             want = compiler.simulate(p, x[chunk][:k])
@@ -166,7 +177,7 @@ def main() -> None:
         labels = np.asarray(y[args.start:args.start + len(pred)])
         out.update(images=len(pred), encrypted_accuracy=float(np.mean(np.asarray(pred) == labels)),
                    encrypted_agreement_poly=float(np.mean(np.asarray(pred) == np.asarray(poly_sel))),
-                   predictions=pred, poly_predictions=poly_sel, labels=labels.tolist(),
+                   predictions=pred, poly_predictions=poly_sel, labels=labels.tolist(), outside_bounds=outside,
                    logit_error_log2=float(np.log2(logit_err[0])), logit_error_images=min(SIMULATED_IMAGES, len(pred)))
         if args.out:
             with open(args.out, "w") as f:

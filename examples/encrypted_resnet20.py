@@ -5,13 +5,14 @@
     python examples/encrypted_resnet20.py --quick          # INSECURE toy-boot-n12, a 2-layer CNN on 8x8 (CPU)
 
 The ResNet-20 (examples/data/resnet20_cifar10.npz, batch norms folded) runs with each ReLU
-replaced by the composite minimax sign polynomial of jax_fhe.nn.activation (degrees 7, 15, 15),
-its inputs divided by bounds measured on --calib images. jax_fhe.nn.compiler packs an image
+replaced by a polynomial of jax_fhe.nn.activation (--act: ACTIVATIONS below; by default one of
+degree 63), its inputs divided by bounds measured on --calib images (times --margin). jax_fhe.nn.compiler packs an image
 multiplexed into 16,384 slots, turns every layer into a slot-space matrix (diagonals, BSGS) and
 places a bootstrap before every activation whose levels ran out. Prints the plan, the float
 (ReLU) and polynomial models' accuracy, and for the encrypted images: predictions, agreement with
 the polynomial model, max logit error against the packed simulation, seconds per image, and
-OK / MISMATCH (every encrypted prediction equal to the polynomial model's).
+OK / MISMATCH (every encrypted prediction equal to the polynomial model's). Images whose
+activation inputs leave their bounds are counted first: there the polynomial diverges.
 """
 from __future__ import annotations
 
@@ -25,17 +26,26 @@ DATA = pathlib.Path(__file__).resolve().parent / "data"
 QUICK_SPEC = (("conv", 4, 1), ("conv", 8, 2))
 
 
-#: the activations to choose from: (kind, degrees, eps). Plaintext ResNet-20 on the 512 images with
-#: bounds from the last 64 (margin 1.25): composite 91.2% (depth 12, 19 bootstraps at n16-boot),
-#: poly63 91.6% (depth 6, 14 bootstraps), poly31 90.4% (depth 5, 9 bootstraps: a block's two
-#: convolutions and activations fit the 13 levels a bootstrap leaves); float ReLU 91.2%
-ACTIVATIONS = {"composite": ("sign", (7, 15, 15), 2.0 ** -7), "poly63": ("direct", 63, None),
-               "poly31": ("direct", 31, None)}
+#: the activations to choose from: (kind, degrees, eps, calibration margin, StC levels of the
+#: bootstrap). The bounds are margin x the largest activation input of the float model on the
+#: last 64 images; the other images reach up to 1.76x that, and an input beyond its bound makes
+#: the polynomial diverge (encrypted: a wrong prediction). Plaintext ResNet-20 on the 512 images
+#: (float ReLU 91.2%), the polynomial model evaluated as the ciphertexts are (no clipping):
+#: composite 91.2% at margin 1.25, every image inside its bounds (depth 12, 19 bootstraps);
+#: poly63 91.8% at margin 2.0, every image inside (largest input 0.88 of its bound; depth 6,
+#: with StC in 2 levels the bootstrap leaves 14 levels: 10 bootstraps); poly31 90.0% at margin
+#: 1.25 with 8 images outside their bounds, 5 of them diverging (depth 5, 9 bootstraps; margin 2
+#: would cost it 22 points of accuracy).
+ACTIVATIONS = {"composite": ("sign", (7, 15, 15), 2.0 ** -7, 1.25, 3),
+               "poly63": ("direct", 63, None, 2.0, 2),
+               "poly31": ("direct", 31, None, 1.25, 3)}
 
 
-def setup(quick: bool, calib: int, act_name: str = "composite", layers: int | None = None):
+def setup(quick: bool, calib: int, act_name: str = "poly63", layers: int | None = None,
+          margin: float | None = None):
     """(spec, params, x, y, act, bounds, CKKS params name): the model and data of a run.
-    ``layers``: keep only the first layers of ResNet-20 with a random dense head (timing only)."""
+    ``layers``: keep only the first layers of ResNet-20 with a random dense head (timing only).
+    ``margin``: the calibration margin (None: the activation's, ACTIVATIONS)."""
     from jax_fhe import nn
     from jax_fhe.nn import activation, compiler
     x, y = nn.load_cifar10(DATA / "cifar10_test_512.npz")
@@ -45,7 +55,7 @@ def setup(quick: bool, calib: int, act_name: str = "composite", layers: int | No
         act, preset = activation.PolyReLU.direct(3), "toy-boot-n12"
     else:
         spec, params = nn.RESNET20_SPEC, nn.load_resnet20(DATA / "resnet20_cifar10.npz")
-        kind, degrees, eps = ACTIVATIONS[act_name]
+        kind, degrees, eps, _, _ = ACTIVATIONS[act_name]
         act = (activation.PolyReLU(sign=activation.composite_sign(degrees, eps)) if kind == "sign"
                else activation.PolyReLU.direct(degrees))
         preset = "n16-boot"
@@ -55,8 +65,28 @@ def setup(quick: bool, calib: int, act_name: str = "composite", layers: int | No
             params = {k: v for k, v in params.items() if k[:k.index("/") + 1] in names}
             extra = nn.init_params(spec, 3, 10, np.random.default_rng(0))
             params["dense/kernel"], params["dense/bias"] = extra["dense/kernel"], extra["dense/bias"]
-    bounds = compiler.calibrate(spec, params, x[-calib:])   # calibrate on the last images
+    bounds = compiler.calibrate(spec, params, x[-calib:], margin=margin_of(quick, act_name, margin))
     return spec, params, x, y, act, bounds, preset
+
+
+def margin_of(quick: bool, act_name: str, margin: float | None = None) -> float:
+    """The calibration margin of a run: ``margin``, or the activation's (ACTIVATIONS)."""
+    if margin is not None:
+        return float(margin)
+    return 1.25 if quick else ACTIVATIONS[act_name][3]
+
+
+def boot_config(quick: bool, act_name: str, slots: int):
+    """The BootstrapConfig of a run (ACTIVATIONS' StC levels for ResNet-20)."""
+    from jax_fhe import circuits
+    return circuits.BootstrapConfig(slots=slots, stc_levels=3 if quick else ACTIVATIONS[act_name][4])
+
+
+def add_margin_argument(ap) -> None:
+    """--margin (this example and benchmarks/bench_resnet20.py)."""
+    ap.add_argument("--margin", type=float, default=None,
+                    help="activation bounds = margin x the largest input on the --calib images "
+                         "(default: the activation's, ACTIVATIONS)")
 
 
 def add_diagonal_arguments(ap) -> None:
@@ -83,7 +113,8 @@ def main():
     ap.add_argument("--eval", type=int, default=128, help="images for the plaintext accuracies")
     ap.add_argument("--calib", type=int, default=64, help="images (from the end) for the activation bounds")
     add_diagonal_arguments(ap)
-    ap.add_argument("--act", choices=tuple(ACTIVATIONS), default="composite",
+    add_margin_argument(ap)
+    ap.add_argument("--act", choices=tuple(ACTIVATIONS), default="poly63",
                     help="the ReLU's polynomial (ResNet-20 only; ACTIVATIONS says depth, bootstraps, accuracy)")
     ap.add_argument("--mode", choices=("staged", "whole"), default="staged",
                     help="one jitted call per op (identical stages compile once) or the whole network as one "
@@ -100,9 +131,13 @@ def main():
     from jax_fhe.nn import compiler
     from jax_fhe.rns import HostRandom
 
-    spec, params, x, y, act, bounds, preset = setup(args.quick, args.calib, args.act, layers=args.layers)
+    if args.margin is not None and not args.margin > 0:
+        ap.error(f"--margin must be positive, got {args.margin}")
+    spec, params, x, y, act, bounds, preset = setup(args.quick, args.calib, args.act, layers=args.layers,
+                                                    margin=args.margin)
     cp = ckks.preset(preset)
-    boot_level = 4 if args.quick else 13          # the bootstrappers' output levels (checked below)
+    bcfg = boot_config(args.quick, args.act, 1)
+    boot_level = cp.default_level - bcfg.stc_levels   # the bootstrappers' output level (checked below)
     t0 = time.perf_counter()
     p = compiler.plan(spec, params, cp, act, bounds, input_shape=x.shape[1:], boot_level=boot_level)
     print(p.summary())
@@ -112,11 +147,15 @@ def main():
     poly = compiler.polynomial_forward(spec, params, xe, act, bounds)
     print(f"{len(xe)} images: float ReLU model {100 * np.mean(ref.argmax(1) == ye):.1f}%, polynomial model "
           f"{100 * np.mean(poly.argmax(1) == ye):.1f}%, agreement {100 * np.mean(ref.argmax(1) == poly.argmax(1)):.1f}%")
+    ratio = compiler.activation_ratio(spec, params, xe, act, bounds)
+    print(f"largest activation input {ratio.max():.2f} of its bound; " + (
+        f"{int((ratio > 1).sum())} images outside their bounds: the polynomial diverges there and their "
+        f"encrypted results are not the model's (raise --margin)" if (ratio > 1).any() else "every image inside"))
     if args.dry_run:
         return
 
     ctx = ckks.make_context(cp)
-    boot = circuits.make_bootstrapper(ctx, circuits.BootstrapConfig(slots=p.slots)) if p.bootstraps else None
+    boot = circuits.make_bootstrapper(ctx, boot_config(args.quick, args.act, p.slots)) if p.bootstraps else None
     if boot is not None and boot.output_level != boot_level:
         raise SystemExit(f"bootstrapper outputs level {boot.output_level}, the plan assumed {boot_level}")
     rng = HostRandom.insecure_deterministic(1) if args.quick else HostRandom()

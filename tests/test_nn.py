@@ -64,6 +64,37 @@ def test_composite_sign_relu_bound():
         activation.PolyReLU()
 
 
+def test_polynomial_reference_diverges_outside_its_interval_as_encrypted():
+    """The float reference evaluates the polynomials the ciphertexts get, not clipped copies:
+    outside [-1, 1] it diverges (a clipped reference hid the images whose encrypted result
+    was wrong: ResNet-20 with poly31 put 8 of the 512 images outside their bounds)."""
+    act = activation.PolyReLU.direct(31)
+    x = np.array([-1.2, -1.09, 1.09, 1.2])
+    np.testing.assert_array_equal(act(x), np.real(act.poly(x)))
+    assert act(np.array([1.09]))[0] > 10 and act(np.array([1.2]))[0] > 1000     # ReLU gives 1.09, 1.2
+    comp = activation.PolyReLU(sign=activation.composite_sign((7, 15), 2.0 ** -6))
+    assert not np.abs(comp(np.array([2.0])) - 2.0)[0] < 1                            # diverged (or inf)
+    inside = np.linspace(-1, 1, 101)
+    assert np.abs(act(inside) - np.maximum(inside, 0)).max() <= act.bound + 1e-12
+
+
+def test_activation_ratio_finds_images_outside_their_bounds():
+    params, x = _small()
+    bounds = compiler.calibrate(SMALL, params, x)          # margin 1.25 over these very images
+    act = activation.PolyReLU.direct(31)
+    r = compiler.activation_ratio(SMALL, params, x, act, bounds)
+    assert r.shape == (len(x),) and np.all(r <= 1 / 1.25 + 1e-6) and r.max() > 0.5
+    loud = x.copy()
+    loud[2] *= 2.5                                         # one image far outside the calibration
+    r2 = compiler.activation_ratio(SMALL, params, loud, act, bounds)
+    assert r2[2] > 1 and np.all(np.delete(r2, 2) == np.delete(r, 2))
+    poly = compiler.polynomial_forward(SMALL, params, loud, act, bounds)
+    relu = compiler.polynomial_forward(SMALL, params, loud, nn.model.relu, bounds)
+    assert not np.abs(poly[2] - relu[2]).max() < 1                 # the image's logits diverged
+    np.testing.assert_allclose(np.delete(poly, 2, 0), np.delete(relu, 2, 0), atol=0.05 * np.abs(relu).max())
+    assert compiler.activation_ratio(SMALL, params, loud[2], act, bounds).shape == (1,)   # one image [H, W, C]
+
+
 def test_flax_module_equals_numpy_reference():
     """The Flax CNN (float32) of a small spec with a strided block equals forward()."""
     pytest.importorskip("flax")

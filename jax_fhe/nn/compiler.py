@@ -38,7 +38,7 @@ from ..rns import progress_bar
 from . import model as _model
 from .activation import PolyReLU
 
-__all__ = ["CompiledModel", "Op", "Plan", "calibrate", "compile_model", "decrypt_logits", "encrypt_image",
+__all__ = ["CompiledModel", "Op", "Plan", "activation_ratio", "calibrate", "compile_model", "decrypt_logits", "encrypt_image",
            "gen_keys", "layout", "plan", "polynomial_forward", "run", "simulate"]
 
 
@@ -372,18 +372,40 @@ def simulate(p: Plan, images) -> np.ndarray:
 
 def polynomial_forward(spec, params, images, act: PolyReLU, bounds) -> np.ndarray:
     """The float model with each ReLU replaced by bound_j * act(t / bound_j) (the function the
-    encrypted program computes, without the packing): logits float64[B, classes]."""
-    it = iter(tuple(bounds) * 1)
-    seen = []
+    encrypted program computes, without the packing): logits float64[B, classes]. Where an
+    input leaves an activation's interval the polynomial diverges, as it does encrypted
+    (:func:`activation_ratio`)."""
+    return _polynomial_forward(spec, params, images, act, bounds)[0]
+
+
+def activation_ratio(spec, params, images, act: PolyReLU, bounds) -> np.ndarray:
+    """max_j |t_j| / bound_j over every activation input t_j of the polynomial model, per image:
+    float64[B]. Above 1 an input left the interval its polynomial is fitted on; the polynomial
+    then diverges and the encrypted result of that image is not the model's (raise the
+    calibration margin, with a degree that keeps the accuracy)."""
+    return _polynomial_forward(spec, params, images, act, bounds)[1]
+
+
+def _polynomial_forward(spec, params, images, act, bounds):
+    images = np.asarray(images, dtype=np.float64)
+    if images.ndim == 3:
+        images = images[None]
+    it = iter(tuple(bounds))
+    seen, ratio = [], np.zeros(len(images))
 
     def a(t):
         b = next(it)
         seen.append(b)
-        return b * act(t / b)
-    out = _model.forward(spec, params, images, a)
+        u = np.asarray(t, dtype=np.float64) / b
+        with np.errstate(invalid="ignore"):
+            r = np.abs(u).reshape(len(u), -1).max(1)
+        ratio[:] = np.fmax(ratio, np.where(np.isfinite(r), r, np.inf))
+        return b * act(u)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _model.forward(spec, params, images, a)
     if len(seen) != len(bounds):
         raise ValueError(f"polynomial_forward: {len(bounds)} bounds for {len(seen)} activations")
-    return out
+    return np.asarray(out), ratio
 
 
 # -- the encrypted program ---------------------------------------------------------------------------
