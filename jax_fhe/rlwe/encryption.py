@@ -48,11 +48,22 @@ def noise_ntt(shape: tuple, ring: RNSContext, rows: Sequence[int], rng: HostRand
     """Discrete Gaussian noise polynomials of batch shape ``shape`` (last axis N), times the
     integer ``error_factor`` (BGV: the plaintext modulus t), in the NTT domain on ``rows``:
     uint32[*shape[:-1], L, N]."""
+    return _noise_to_ntt(_draw_noise(shape, ring, rows, rng, sigma, tail, error_factor), ring, tuple(rows))
+
+
+def _draw_noise(shape, ring, rows, rng, sigma, tail, error_factor):
+    """The host half of :func:`noise_ntt`: int32[*shape] (small: lifted inside the NTT), or for
+    error_factor > 1 residues uint32[*shape[:-1], L, N] (f e may pass int32)."""
     e = rng.gaussian(shape, sigma, tail)
     factor = check_error_factor(error_factor)
-    if factor != 1:
-        e = e.astype(np.int64) * factor  # |e| t < 2^63
-    return ops.ntt(jnp.asarray(to_residues(e, ring.primes_for(rows))), ring, rows)
+    if factor == 1:
+        return e
+    return to_residues(e.astype(np.int64) * factor, ring.primes_for(rows))  # |e| t < 2^63
+
+
+def _noise_to_ntt(e, ring, rows):
+    e = jnp.asarray(e)
+    return ops.ntt_lift(e, ring, rows=rows) if e.dtype == jnp.int32 else ops.ntt(e, ring, rows)
 
 
 def check_error_factor(error_factor) -> int:
@@ -99,10 +110,18 @@ def encrypt_sk(m, s, ring: RNSContext, rows: Sequence[int], rng: HostRandom | No
     rows = tuple(rows)
     m = jnp.asarray(m)
     batch = tuple(m.shape[:-2])
-    a = uniform(batch, ring, rows, rng if a_seed is None else HostRandom.public(bytes(a_seed)))
-    e = noise_ntt(batch + (ring.n,), ring, rows, rng, sigma, tail, error_factor)
-    b = ops.sub_mod(ops.add_mod(m, e, ring, rows), ops.mul_mod(a, jnp.broadcast_to(s, a.shape), ring, rows),
-                    ring, rows)
+    # the host draws (a, then e); the arithmetic is one jitted program
+    a = uniform_residues(rng if a_seed is None else HostRandom.public(bytes(a_seed)), ring.primes_for(rows),
+                         batch, ring.n)
+    e = _draw_noise(batch + (ring.n,), ring, rows, rng, sigma, tail, error_factor)
+    return _encrypt_sk_program(m, s, a, e, ring, rows=rows)
+
+
+@functools.partial(jax.jit, static_argnames=("rows",))
+def _encrypt_sk_program(m, s, a, e, ring, *, rows):
+    """encrypt_sk's arithmetic: (m + e - a s, a), e small int32[..., N] or residues."""
+    b = ops.sub_mod(ops.add_mod(m, _noise_to_ntt(e, ring, rows), ring, rows),
+                    ops.mul_mod(a, jnp.broadcast_to(s, a.shape), ring, rows), ring, rows)
     return jnp.stack([b, a], axis=-3)
 
 
@@ -139,11 +158,7 @@ def encrypt_pk(m, pk, ring: RNSContext, rows: Sequence[int], rng: HostRandom | N
     # the host draws (v, then e0, then e1); the arithmetic is one jitted program
     v = rng.ternary(batch + (ring.n,)).astype(np.int32)
     factor = check_error_factor(error_factor)
-    noise = []
-    for _ in range(2):
-        e = rng.gaussian(batch + (ring.n,), sigma, tail)
-        # small values are lifted inside the NTT (ntt_lift); f e beyond int32 (BGV's t) as residues
-        noise.append(e if factor == 1 else to_residues(e.astype(np.int64) * factor, ring.primes_for(enc_rows)))
+    noise = [_draw_noise(batch + (ring.n,), ring, enc_rows, rng, sigma, tail, factor) for _ in range(2)]
     return _encrypt_pk_program(m, pk, v, *noise, ring, tables, rows=rows)
 
 
@@ -157,7 +172,7 @@ def _encrypt_pk_program(m, pk, v, e0, e1, ring, tables, *, rows):
     shape = tuple(m.shape[:-2]) + (len(enc_rows), ring.n)
 
     def ntt(x):
-        return ops.ntt_lift(x, ring, rows=enc_rows) if x.dtype == jnp.int32 else ops.ntt(x, ring, enc_rows)
+        return _noise_to_ntt(x, ring, enc_rows)
 
     v = ntt(v)
     pk = ops.take_static(pk, enc_rows, -2, max_runs=1)
