@@ -33,6 +33,22 @@ def test_matches_python_integers(bits, limbs, log_n, device, put, rng):
     np.testing.assert_array_equal(sq, _reference(x, x, ps))
 
 
+def test_square_of_one_buffer(device, put, rng):
+    """x times itself from one buffer (under jit: the GPU handler loads each word once) and
+    batched by vmap, against Python integers."""
+    n = 2048
+    ps = rns.ntt_primes(30, 3, n)
+    ctx = put(rns.make_context(ps, n))
+    x = random_residues(rng, ps, n, batch=(4, 2))
+    x[..., 1, :, :3] = x[..., 0, :, :3]            # x0 = x1 somewhere: 2 x0 x1 = 2 x0^2
+    xd = put(jnp.asarray(x))
+    want = _reference(x, x, ps)
+    square = jax.jit(lambda a, c: ops.tensor_product(a, a, c))
+    np.testing.assert_array_equal(np.asarray(square(xd[2], ctx)), want[2])
+    np.testing.assert_array_equal(np.asarray(square(xd, ctx)), want)           # batch axis in the shape
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(square, in_axes=(0, None)))(xd, ctx)), want)
+
+
 def test_rows_and_same_bits_as_jnp(device, put, rng):
     n = 1024
     ps = rns.ntt_primes(30, 4, n)
