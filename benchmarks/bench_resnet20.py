@@ -85,6 +85,8 @@ def main() -> None:
     from jax_fhe.rns import HostRandom
 
     dev = jax.devices()[0]
+    started = time.perf_counter()
+    at = lambda: f"[{time.perf_counter() - started:4.0f} s]"  # noqa: E731  (where a device call's time goes)
     if args.margin is not None and not args.margin > 0:
         ap.error(f"--margin must be positive, got {args.margin}")
     spec, params, x, y, act, bounds, preset = ex.setup(args.quick, args.calib, args.act, layers=args.layers,
@@ -99,12 +101,12 @@ def main() -> None:
                           boot_level=ctx.params.max_level).slots
     boot = circuits.make_bootstrapper(ctx, ex.boot_config(args.quick, args.act, slots))
     p = compiler.plan(spec, params, ctx.params, act, bounds, input_shape=x.shape[1:], boot_level=boot.output_level)
-    print(p.summary())
+    print(at(), p.summary())
     xe, ye = x[:args.eval], y[:args.eval]
     ref = nn.forward(spec, params, xe).argmax(1)
     poly = compiler.polynomial_forward(spec, params, xe, act, bounds).argmax(1)
     ratio = compiler.activation_ratio(spec, params, xe, act, bounds)
-    print(f"{len(xe)} images: largest activation input {ratio.max():.2f} of its bound, "
+    print(at(), f"{len(xe)} images: largest activation input {ratio.max():.2f} of its bound, "
           f"{int((ratio > 1).sum())} images outside their bounds", flush=True)
     rng = HostRandom.insecure_deterministic(1)   # benchmark keys only
     t0 = time.perf_counter()
@@ -113,14 +115,14 @@ def main() -> None:
     t1 = time.perf_counter()
     model = compiler.compile_model(p, ctx, boot if p.bootstraps else None, **diag)
     mem = {"keys_gib": _gib(ek), "diagonals_gib": _gib(model.transforms)}
-    print(f"keys {t1 - t0:.1f} s, diagonals {model.form} {model.encode_s:.1f} s; memory: "
+    print(at(), f"keys {t1 - t0:.1f} s, diagonals {model.form} {model.encode_s:.1f} s; memory: "
           + ", ".join(f"{k[:-4]} {v:.2f} GiB" for k, v in mem.items()))
     ct = compiler.encrypt_image(x[0], p, ctx, keys.public, rng)
     infer = model.staged if args.mode == "staged" else model
     t0 = time.perf_counter()
     jax.block_until_ready(infer(ct, ek))
     first = time.perf_counter() - t0
-    print(f"first call ({args.mode}: compilation + one run) {first:.1f} s", flush=True)
+    print(at(), f"first call ({args.mode}: compilation + one run) {first:.1f} s", flush=True)
     times = []
     for _ in range(args.runs):
         t0 = time.perf_counter()
@@ -182,7 +184,7 @@ def main() -> None:
         if args.out:
             with open(args.out, "w") as f:
                 json.dump(out, f, indent=1)
-        print(f"images {args.start}-{args.start + len(pred) - 1}: encrypted accuracy "
+        print(at(), f"images {args.start}-{args.start + len(pred) - 1}: encrypted accuracy "
               f"{100 * out['encrypted_accuracy']:.1f}%, agreement {100 * out['encrypted_agreement_poly']:.1f}%", flush=True)
     for k, v in out.items():
         print(f"{k:26s} {v}")
