@@ -38,8 +38,8 @@ from ..rns import progress_bar
 from . import model as _model
 from .activation import PolyReLU
 
-__all__ = ["CompiledModel", "Op", "Plan", "activation_ratio", "calibrate", "compile_model", "decrypt_logits", "encrypt_image",
-           "gen_keys", "layout", "plan", "polynomial_forward", "run", "simulate"]
+__all__ = ["CompiledModel", "Op", "Plan", "activation_ratio", "calibrate", "compile_model", "decrypt_logits",
+           "encrypt_image", "gen_keys", "layout", "plan", "polynomial_forward", "run", "simulate"]
 
 
 # -- packing -----------------------------------------------------------------------------------------
