@@ -12,33 +12,12 @@ import pytest
 
 from jax_fhe import bfv, bgv, ops, rns
 from jax_fhe.rns import HostRandom
+from plainmod_helpers import Tracker, decrypt_slots, random_slots, rotate_slots, swap_rows, toy_fixtures
 
 STEPS = (1, 5, -1)
 
 
-def _setup(name, seed):
-    ctx = bfv.make_context(bfv.preset(name))
-    keys = bfv.keygen(ctx, HostRandom.insecure_deterministic(seed), rotations=STEPS, columns=True)
-    return ctx, keys
-
-
-@pytest.fixture(scope="module")
-def toy12():
-    return _setup("toy-n12", 12)
-
-
-@pytest.fixture(scope="module")
-def toy10():
-    return _setup("toy-n10", 10)
-
-
-@pytest.fixture
-def env(toy12, put):
-    return put(toy12)
-
-
-def _slots(rng, p, shape=()):
-    return rng.integers(0, p.plain_modulus, shape + (p.n,), dtype=np.int64)
+toy12, toy10, env = toy_fixtures(bfv, STEPS)
 
 
 def _enc(values, ctx, keys, seed, secret=False):
@@ -47,36 +26,7 @@ def _enc(values, ctx, keys, seed, secret=False):
 
 
 def _dec(ct, ctx, keys):
-    return np.asarray(bfv.decode(bfv.decrypt(ct, ctx, keys.secret), ctx)).astype(np.int64)
-
-
-def _rot(v, k, n):
-    """Slot reference: both rows of the 2 x N/2 matrix rotated left by k."""
-    return np.roll(v.reshape(v.shape[:-1] + (2, n // 2)), -k, axis=-1).reshape(v.shape)
-
-
-def _swap(v, n):
-    return v.reshape(v.shape[:-1] + (2, n // 2))[..., ::-1, :].reshape(v.shape)
-
-
-class Tracker:
-    """Checks the measured budget of every ciphertext against the bound and records both."""
-
-    def __init__(self, ctx, keys):
-        self.ctx, self.keys = ctx, keys
-        self.model = bfv.NoiseModel.for_key(ctx, keys.secret)
-        self.rows = []
-
-    def check(self, what, ct, est, want, *, gap=None):
-        got = _dec(ct, self.ctx, self.keys)
-        np.testing.assert_array_equal(got, want % self.ctx.params.plain_modulus, err_msg=what)
-        measured = np.min(bfv.noise_budget(ct, self.ctx, self.keys.secret))
-        bound = self.model.budget(est)
-        self.rows.append((what, float(measured), bound))
-        assert measured >= bound, f"{what}: measured budget {measured:.2f} below the bound's {bound:.2f}"
-        if gap is not None:
-            assert measured - bound <= gap, f"{what}: the bound is {measured - bound:.2f} bits loose"
-        return measured
+    return decrypt_slots(bfv, ct, ctx, keys)
 
 
 # -- parameters ----------------------------------------------------------------------------------
@@ -134,14 +84,14 @@ def test_encoding_is_a_ring_isomorphism(toy10, put, rng):
     ctx, _ = put(toy10)
     p = ctx.params
     t, n = p.plain_modulus, p.n
-    a, b = _slots(rng, p), _slots(rng, p)
+    a, b = random_slots(rng, p), random_slots(rng, p)
     pa, pb = bfv.encode(a, ctx), bfv.encode(b, ctx)
     np.testing.assert_array_equal(np.asarray(bfv.decode(pa, ctx)), a)
     ca, cb = np.asarray(pa.data).astype(np.int64), np.asarray(pb.data).astype(np.int64)
     assert ca.max() < t
     prod = bfv.Plaintext(data=jnp.asarray(_negacyclic(ca, cb, t).astype(np.uint32)), params=p)
     np.testing.assert_array_equal(np.asarray(bfv.decode(prod, ctx)), a * b % t)
-    for g, want in ((5, _rot(a, 1, n)), (2 * n - 1, _swap(a, n))):
+    for g, want in ((5, rotate_slots(a, 1, n)), (2 * n - 1, swap_rows(a, n))):
         moved = ops.automorphism_coeff(pa.data[None].astype(jnp.uint32), g, ctx.plain.ring)[0]
         np.testing.assert_array_equal(np.asarray(bfv.decode(bfv.Plaintext(data=moved, params=p), ctx)), want)
     # signed and jax inputs reduce mod t; a batch encodes at once
@@ -158,9 +108,9 @@ def test_every_operation(env, rng):
     ctx, keys = env
     p = ctx.params
     t, n = p.plain_modulus, p.n
-    tr = Tracker(ctx, keys)
+    tr = Tracker(bfv, ctx, keys)
     m = tr.model
-    a, b, c = _slots(rng, p), _slots(rng, p), _slots(rng, p)
+    a, b, c = random_slots(rng, p), random_slots(rng, p), random_slots(rng, p)
     x, y = _enc(a, ctx, keys, 1), _enc(b, ctx, keys, 2, secret=True)
     ex, ey = m.fresh(public=True), m.fresh(public=False)
     tr.check("encrypt (public key)", x, ex, a, gap=4)
@@ -186,10 +136,10 @@ def test_every_operation(env, rng):
     tr.check("add degree 2 + 1", bfv.add(d2, x, ctx), m.add(m.mul(ex, ey), ex), a * b + a, gap=4)
     tr.check("square", bfv.square(x, ctx, evk), m.relin(m.mul(ex, ex)), a * a, gap=4)
     for k in STEPS + (0,):
-        tr.check(f"rotate rows {k}", bfv.rotate_rows(x, k, ctx, evk), m.rotate(ex) if k else ex, _rot(a, k, n),
+        tr.check(f"rotate rows {k}", bfv.rotate_rows(x, k, ctx, evk), m.rotate(ex) if k else ex, rotate_slots(a, k, n),
                  gap=4)
-    tr.check("rotate columns", bfv.rotate_columns(x, ctx, evk), m.rotate(ex), _swap(a, n), gap=4)
-    for what, measured, bound in tr.rows:
+    tr.check("rotate columns", bfv.rotate_columns(x, ctx, evk), m.rotate(ex), swap_rows(a, n), gap=4)
+    for what, _, measured, bound in tr.rows:
         print(f"{what:24s} measured {measured:7.2f}  bound {bound:7.2f}")
 
 
@@ -199,7 +149,7 @@ def test_mul_operand(env, rng):
     another parameter set's operand is refused."""
     ctx, keys = env
     p = ctx.params
-    a, c = _slots(rng, p), _slots(rng, p, (3,))
+    a, c = random_slots(rng, p), random_slots(rng, p, (3,))
     x = _enc(a, ctx, keys, 1)
     pcs = bfv.encode(c, ctx)
     ops_ = jax.jit(bfv.mul_operand)(pcs, ctx)
@@ -221,24 +171,24 @@ def test_depth(name, toy12, toy10, put, rng):
     ctx, keys = put(toy12 if name == "toy-n12" else toy10)
     p = ctx.params
     t, n = p.plain_modulus, p.n
-    tr = Tracker(ctx, keys)
+    tr = Tracker(bfv, ctx, keys)
     m = tr.model
-    a = _slots(rng, p)
+    a = random_slots(rng, p)
     x, e = _enc(a, ctx, keys, 3), m.fresh(public=True)
     evk = keys.evaluation
     for d in range(1, p.max_depth + 1):
         r = bfv.rotate_rows(x, 1, ctx, evk)
         er = tr.model.rotate(e)
-        tr.check(f"depth {d - 1} rotate", r, er, _rot(a, 1, n))
+        tr.check(f"depth {d - 1} rotate", r, er, rotate_slots(a, 1, n))
         prod = bfv.mul(x, r, ctx, evk)
         e = m.relin(m.mul(e, er))
-        a = a * _rot(a, 1, n) % t
+        a = a * rotate_slots(a, 1, n) % t
         tr.check(f"depth {d} mul", prod, e, a)
-        c = _slots(rng, p)
+        c = random_slots(rng, p)
         x, e, a = bfv.add(prod, bfv.encode(c, ctx), ctx), m.add_plain(e), (a + c) % t
         left = tr.check(f"depth {d} add plaintext", x, e, a)
     assert left > 0
-    for what, measured, bound in tr.rows:
+    for what, _, measured, bound in tr.rows:
         print(f"{name} {what:24s} measured {measured:7.2f}  bound {bound:7.2f}")
 
 
@@ -247,7 +197,7 @@ def test_depth(name, toy12, toy10, put, rng):
 def test_jit_equals_eager(env, rng):
     ctx, keys = env
     p = ctx.params
-    a, b, c = _slots(rng, p), _slots(rng, p), _slots(rng, p)
+    a, b, c = random_slots(rng, p), random_slots(rng, p), random_slots(rng, p)
     x, y = _enc(a, ctx, keys, 4), _enc(b, ctx, keys, 5)
     pc = bfv.encode(c, ctx)
 
@@ -260,7 +210,7 @@ def test_jit_equals_eager(env, rng):
     jitted = jax.jit(circuit)(x, y, pc, ctx, keys.evaluation)
     np.testing.assert_array_equal(np.asarray(jitted.data), np.asarray(eager.data))
     t, n = p.plain_modulus, p.n
-    want = _swap(((_rot(a, 5, n) * b + c - a * c) % t) ** 2, n)
+    want = swap_rows(((rotate_slots(a, 5, n) * b + c - a * c) % t) ** 2, n)
     np.testing.assert_array_equal(_dec(jitted, ctx, keys), want % t)
     dec = jax.jit(bfv.decrypt)(jitted, ctx, keys.secret)
     np.testing.assert_array_equal(np.asarray(dec.data), np.asarray(bfv.decrypt(eager, ctx, keys.secret).data))
@@ -271,7 +221,7 @@ def test_jit_equals_eager(env, rng):
 def test_vmap_equals_loop(env, rng):
     ctx, keys = env
     p = ctx.params
-    a, b = _slots(rng, p, (3,)), _slots(rng, p)
+    a, b = random_slots(rng, p, (3,)), random_slots(rng, p)
     xs = _enc(a, ctx, keys, 6)                           # a batch of three in one encryption
     y = _enc(b, ctx, keys, 7)
     assert xs.data.shape == (3, 2, p.num_q, p.n) and xs.batch_shape == (3,)
@@ -285,7 +235,7 @@ def test_vmap_equals_loop(env, rng):
         one = f(xs[i])
         np.testing.assert_array_equal(np.asarray(mapped.data[i]), np.asarray(one.data))
         np.testing.assert_array_equal(np.asarray(batched.data[i]), np.asarray(one.data))
-    np.testing.assert_array_equal(_dec(mapped, ctx, keys), _rot(a * b, -1, p.n) % p.plain_modulus)
+    np.testing.assert_array_equal(_dec(mapped, ctx, keys), rotate_slots(a * b, -1, p.n) % p.plain_modulus)
     budgets = bfv.noise_budget(mapped, ctx, keys.secret)
     assert budgets.shape == (3,) and np.all(budgets > 0)
 
@@ -295,13 +245,13 @@ def test_vmap_equals_loop(env, rng):
 def test_bad_inputs(env, toy10, rng):
     ctx, keys = env
     p = ctx.params
-    x = _enc(_slots(rng, p), ctx, keys, 8)
+    x = _enc(random_slots(rng, p), ctx, keys, 8)
     evk = keys.evaluation
     other_ctx, other_keys = toy10
     with pytest.raises(TypeError, match="BFVContext"):
         bfv.add(x, x, "ctx")
     with pytest.raises(ValueError, match="toy-n12"):
-        bfv.add(x, _enc(_slots(rng, other_ctx.params), other_ctx, other_keys, 9), ctx)
+        bfv.add(x, _enc(random_slots(rng, other_ctx.params), other_ctx, other_keys, 9), ctx)
     with pytest.raises(TypeError, match="Ciphertext, a Plaintext or an int"):
         bfv.add(x, 1.5, ctx)
     with pytest.raises(TypeError, match="Ciphertext, a Plaintext, a MulOperand or an int"):
@@ -336,7 +286,7 @@ def test_bad_inputs(env, toy10, rng):
     with pytest.raises(ValueError, match="plaintext data has shape"):
         bfv.add(x, bfv.Plaintext(data=jnp.zeros((p.n // 2,), jnp.uint32), params=p), ctx)
     with pytest.raises(TypeError, match="PublicKey or SecretKey"):
-        bfv.encrypt(bfv.encode(_slots(rng, p), ctx), ctx, evk)
+        bfv.encrypt(bfv.encode(random_slots(rng, p), ctx), ctx, evk)
     with pytest.raises(TypeError, match="SecretKey"):
         bfv.decrypt(x, ctx, keys.public)
     with pytest.raises(ValueError, match="toy-n10"):

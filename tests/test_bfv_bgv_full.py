@@ -14,18 +14,13 @@ import pytest
 import jax_fhe
 from jax_fhe import bfv, bgv
 from jax_fhe.rns import HostRandom
+from plainmod_helpers import rotate_slots, setup
 
 SCHEMES = {"bfv": bfv, "bgv": bgv}
 
 
 def _setup(scheme, name):
-    mod = SCHEMES[scheme]
-    ctx = mod.make_context(mod.preset(name))
-    return ctx, mod.keygen(ctx, HostRandom.insecure_deterministic(15), rotations=(1,), columns=True)
-
-
-def _rot(v, k, n):
-    return np.roll(v.reshape(2, n // 2), -k, axis=-1).reshape(-1)
+    return setup(SCHEMES[scheme], name, 15)
 
 
 @pytest.mark.slow
@@ -56,7 +51,7 @@ def test_full_size_depth(scheme, name, put, rng):
     check("fresh", x, e)
     for d in range(1, p.max_depth + 1):
         x = step(x, ctx, evk)
-        a = a * _rot(a, 1, n) % t
+        a = a * rotate_slots(a, 1, n) % t
         if scheme == "bfv":
             e = model.relin(model.mul(e, model.rotate(e)))
         else:

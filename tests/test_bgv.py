@@ -9,33 +9,12 @@ import pytest
 
 from jax_fhe import bfv, bgv
 from jax_fhe.rns import HostRandom
+from plainmod_helpers import Tracker, decrypt_slots, random_slots, rotate_slots, swap_rows, toy_fixtures
 
 STEPS = (1, 3, -1)
 
 
-def _setup(name, seed):
-    ctx = bgv.make_context(bgv.preset(name))
-    keys = bgv.keygen(ctx, HostRandom.insecure_deterministic(seed), rotations=STEPS, columns=True)
-    return ctx, keys
-
-
-@pytest.fixture(scope="module")
-def toy12():
-    return _setup("toy-n12", 12)
-
-
-@pytest.fixture(scope="module")
-def toy10():
-    return _setup("toy-n10", 10)
-
-
-@pytest.fixture
-def env(toy12, put):
-    return put(toy12)
-
-
-def _slots(rng, p, shape=()):
-    return rng.integers(0, p.plain_modulus, shape + (p.n,), dtype=np.int64)
+toy12, toy10, env = toy_fixtures(bgv, STEPS)
 
 
 def _enc(values, ctx, keys, seed, secret=False, level=None):
@@ -44,35 +23,7 @@ def _enc(values, ctx, keys, seed, secret=False, level=None):
 
 
 def _dec(ct, ctx, keys):
-    return np.asarray(bgv.decode(bgv.decrypt(ct, ctx, keys.secret), ctx)).astype(np.int64)
-
-
-def _rot(v, k, n):
-    return np.roll(v.reshape(v.shape[:-1] + (2, n // 2)), -k, axis=-1).reshape(v.shape)
-
-
-def _swap(v, n):
-    return v.reshape(v.shape[:-1] + (2, n // 2))[..., ::-1, :].reshape(v.shape)
-
-
-class Tracker:
-    """Checks the measured budget of every ciphertext against the bound and records both."""
-
-    def __init__(self, ctx, keys):
-        self.ctx, self.keys = ctx, keys
-        self.model = bgv.NoiseModel.for_key(ctx, keys.secret)
-        self.rows = []
-
-    def check(self, what, ct, est, want, *, gap=None):
-        got = _dec(ct, self.ctx, self.keys)
-        np.testing.assert_array_equal(got, want % self.ctx.params.plain_modulus, err_msg=what)
-        measured = np.min(bgv.noise_budget(ct, self.ctx, self.keys.secret))
-        bound = self.model.budget(est, ct.level)
-        self.rows.append((what, ct.level, float(measured), bound))
-        assert measured >= bound, f"{what}: measured budget {measured:.2f} below the bound's {bound:.2f}"
-        if gap is not None:
-            assert measured - bound <= gap, f"{what}: the bound is {measured - bound:.2f} bits loose"
-        return measured
+    return decrypt_slots(bgv, ct, ctx, keys)
 
 
 # -- parameters ----------------------------------------------------------------------------------
@@ -116,9 +67,9 @@ def test_every_operation(env, rng):
     ctx, keys = env
     p = ctx.params
     t, n, top = p.plain_modulus, p.n, p.max_level
-    tr = Tracker(ctx, keys)
+    tr = Tracker(bgv, ctx, keys)
     m = tr.model
-    a, b, c = _slots(rng, p), _slots(rng, p), _slots(rng, p)
+    a, b, c = random_slots(rng, p), random_slots(rng, p), random_slots(rng, p)
     x, y = _enc(a, ctx, keys, 1), _enc(b, ctx, keys, 2, secret=True)
     assert x.level == top and x.factor == 1
     ex, ey = m.fresh(public=True), m.fresh(public=False)
@@ -161,11 +112,11 @@ def test_every_operation(env, rng):
     tr.check("mul across levels", bgv.mul(sw, x, ctx, evk),
              m.relin(m.mul(esw, m.mod_switch(ex, top)), top - 1), a * a * b, gap=4)
     for k in STEPS + (0,):
-        tr.check(f"rotate rows {k}", bgv.rotate_rows(x, k, ctx, evk), m.rotate(ex, top) if k else ex, _rot(a, k, n),
+        tr.check(f"rotate rows {k}", bgv.rotate_rows(x, k, ctx, evk), m.rotate(ex, top) if k else ex, rotate_slots(a, k, n),
                  gap=4)
-    tr.check("rotate columns", bgv.rotate_columns(x, ctx, evk), m.rotate(ex, top), _swap(a, n), gap=4)
+    tr.check("rotate columns", bgv.rotate_columns(x, ctx, evk), m.rotate(ex, top), swap_rows(a, n), gap=4)
     tr.check("rotate at level 3", bgv.rotate_rows(bgv.mod_switch_to(x, 3, ctx), 1, ctx, evk),
-             m.rotate(m.mod_switch(m.mod_switch(ex, 5), 4), 3), _rot(a, 1, n), gap=4)
+             m.rotate(m.mod_switch(m.mod_switch(ex, 5), 4), 3), rotate_slots(a, 1, n), gap=4)
     low = _enc(b, ctx, keys, 3, level=0)
     assert low.data.shape[-2] == 1
     tr.check("encrypt at level 0", low, m.fresh(public=True), b, gap=4)
@@ -180,7 +131,7 @@ def test_mul_operand(env, rng):
     ctx, keys = env
     p = ctx.params
     top = p.max_level
-    a, c = _slots(rng, p), _slots(rng, p)
+    a, c = random_slots(rng, p), random_slots(rng, p)
     pc = bgv.encode(c, ctx)
     for level in (top, top - 1):
         x = _enc(a, ctx, keys, 3, level=level)
@@ -202,23 +153,23 @@ def test_depth(name, toy12, toy10, put, rng):
     ctx, keys = put(toy12 if name == "toy-n12" else toy10)
     p = ctx.params
     t, n = p.plain_modulus, p.n
-    tr = Tracker(ctx, keys)
+    tr = Tracker(bgv, ctx, keys)
     m = tr.model
-    a = _slots(rng, p)
+    a = random_slots(rng, p)
     x, e, level = _enc(a, ctx, keys, 4), m.fresh(public=True), p.max_level
     evk = keys.evaluation
     for d in range(1, p.max_depth + 1):
         r = bgv.rotate_rows(x, 1, ctx, evk)
         er = m.rotate(e, level)
-        tr.check(f"depth {d - 1} rotate", r, er, _rot(a, 1, n))
+        tr.check(f"depth {d - 1} rotate", r, er, rotate_slots(a, 1, n))
         x = bgv.mul(x, r, ctx, evk)
         e = m.relin(m.mul(e, er), level)
-        a = a * _rot(a, 1, n) % t
+        a = a * rotate_slots(a, 1, n) % t
         tr.check(f"depth {d} mul", x, e, a)
         if level > 0:
             x, e, level = bgv.mod_switch(x, ctx), m.mod_switch(e, level), level - 1
             tr.check(f"depth {d} mod switch", x, e, a)
-        c = _slots(rng, p)
+        c = random_slots(rng, p)
         x, e, a = bgv.add(x, bgv.encode(c, ctx), ctx), m.add_plain(e), (a + c) % t
         left = tr.check(f"depth {d} add plaintext", x, e, a)
     assert left > 0
@@ -231,7 +182,7 @@ def test_depth(name, toy12, toy10, put, rng):
 def test_jit_equals_eager(env, rng):
     ctx, keys = env
     p = ctx.params
-    a, b, c = _slots(rng, p), _slots(rng, p), _slots(rng, p)
+    a, b, c = random_slots(rng, p), random_slots(rng, p), random_slots(rng, p)
     x, y = _enc(a, ctx, keys, 5), _enc(b, ctx, keys, 6, level=4)
     pc = bgv.encode(c, ctx)
 
@@ -245,7 +196,7 @@ def test_jit_equals_eager(env, rng):
     assert (jitted.level, jitted.factor) == (eager.level, eager.factor) and eager.level == 3
     np.testing.assert_array_equal(np.asarray(jitted.data), np.asarray(eager.data))
     t, n = p.plain_modulus, p.n
-    want = _swap(((_rot(a, 3, n) * b + c - a * c) % t) ** 2, n)
+    want = swap_rows(((rotate_slots(a, 3, n) * b + c - a * c) % t) ** 2, n)
     np.testing.assert_array_equal(_dec(jitted, ctx, keys), want % t)
     dec = jax.jit(bgv.decrypt)(jitted, ctx, keys.secret)
     np.testing.assert_array_equal(np.asarray(dec.data), np.asarray(bgv.decrypt(eager, ctx, keys.secret).data))
@@ -254,7 +205,7 @@ def test_jit_equals_eager(env, rng):
 def test_vmap_equals_loop(env, rng):
     ctx, keys = env
     p = ctx.params
-    a, b = _slots(rng, p, (3,)), _slots(rng, p)
+    a, b = random_slots(rng, p, (3,)), random_slots(rng, p)
     xs, y = _enc(a, ctx, keys, 7), _enc(b, ctx, keys, 8)
 
     def f(x):
@@ -266,7 +217,7 @@ def test_vmap_equals_loop(env, rng):
         one = f(xs[i])
         np.testing.assert_array_equal(np.asarray(mapped.data[i]), np.asarray(one.data))
         np.testing.assert_array_equal(np.asarray(batched.data[i]), np.asarray(one.data))
-    np.testing.assert_array_equal(_dec(mapped, ctx, keys), _rot(a * b, -1, p.n) % p.plain_modulus)
+    np.testing.assert_array_equal(_dec(mapped, ctx, keys), rotate_slots(a * b, -1, p.n) % p.plain_modulus)
     assert bgv.noise_budget(mapped, ctx, keys.secret).shape == (3,)
 
 
@@ -279,7 +230,7 @@ def test_for_levels(env, rng):
     small = ctx.for_levels([top])
     assert small.levels() == (top,) and ctx.levels() == tuple(range(top + 1))
     assert len(jax.tree_util.tree_leaves(small)) < len(jax.tree_util.tree_leaves(ctx)) // 2
-    a = _slots(rng, p)
+    a = random_slots(rng, p)
     x = _enc(a, ctx, keys, 10)
     evk = keys.evaluation
     f = jax.jit(lambda x, ctx, evk: bgv.mod_switch(bgv.square(x, ctx, evk), ctx))
@@ -298,7 +249,7 @@ def test_for_levels(env, rng):
 def test_bad_inputs(env, toy10, rng):
     ctx, keys = env
     p = ctx.params
-    x = _enc(_slots(rng, p), ctx, keys, 9)
+    x = _enc(random_slots(rng, p), ctx, keys, 9)
     evk = keys.evaluation
     other_ctx, other_keys = toy10
     with pytest.raises(TypeError, match="BGVContext"):
@@ -306,13 +257,13 @@ def test_bad_inputs(env, toy10, rng):
     with pytest.raises(TypeError, match="bgv.Ciphertext"):
         bgv.neg(bfv.Ciphertext(data=x.data, params=bfv.preset("toy-n12")), ctx)
     with pytest.raises(ValueError, match="toy-n12"):
-        bgv.add(x, _enc(_slots(rng, other_ctx.params), other_ctx, other_keys, 9), ctx)
+        bgv.add(x, _enc(random_slots(rng, other_ctx.params), other_ctx, other_keys, 9), ctx)
     with pytest.raises(ValueError, match="level 0"):
         bgv.mod_switch(bgv.mod_switch_to(x, 0, ctx), ctx)
     with pytest.raises(ValueError, match="above"):
         bgv.mod_switch_to(bgv.mod_switch(x, ctx), p.max_level, ctx)
     with pytest.raises(ValueError, match="level 7"):
-        bgv.encrypt(bgv.encode(_slots(rng, p), ctx), ctx, keys.public, level=7)
+        bgv.encrypt(bgv.encode(random_slots(rng, p), ctx), ctx, keys.public, level=7)
     with pytest.raises(ValueError, match="expected"):
         bgv.neg(x.replace(level=2), ctx)                 # data of level 5 labelled level 2
     with pytest.raises(ValueError, match="no rotation key"):
