@@ -87,8 +87,6 @@ def main() -> None:
     dev = jax.devices()[0]
     started = time.perf_counter()
     at = lambda: f"[{time.perf_counter() - started:4.0f} s]"  # noqa: E731  (where a device call's time goes)
-    if args.margin is not None and not args.margin > 0:
-        ap.error(f"--margin must be positive, got {args.margin}")
     spec, params, x, y, act, bounds, preset = ex.setup(args.quick, args.calib, args.act, layers=args.layers,
                                                        margin=args.margin)
     if args.images < 1:
@@ -104,8 +102,8 @@ def main() -> None:
     print(at(), p.summary())
     xe, ye = x[:args.eval], y[:args.eval]
     ref = nn.forward(spec, params, xe).argmax(1)
-    poly = compiler.polynomial_forward(spec, params, xe, act, bounds).argmax(1)
-    ratio = compiler.activation_ratio(spec, params, xe, act, bounds)
+    poly, ratio = compiler.polynomial_forward(spec, params, xe, act, bounds, with_ratio=True)
+    poly = poly.argmax(1)
     print(at(), f"{len(xe)} images: largest activation input {ratio.max():.2f} of its bound, "
           f"{int((ratio > 1).sum())} images outside their bounds", flush=True)
     rng = HostRandom.insecure_deterministic(1)   # benchmark keys only
@@ -169,8 +167,8 @@ def main() -> None:
         chunk = slice(lo, min(stop, lo + ACCURACY_CHUNK))
         logits, _ = compiler.run(model, x[chunk], ek, keys.public, keys.secret, rng, staged=args.mode == "staged")
         pred += logits.argmax(1).tolist()
-        poly_sel += compiler.polynomial_forward(spec, params, x[chunk], act, bounds).argmax(1).tolist()
-        r = compiler.activation_ratio(spec, params, x[chunk], act, bounds)
+        logits_poly, r = compiler.polynomial_forward(spec, params, x[chunk], act, bounds, with_ratio=True)
+        poly_sel += logits_poly.argmax(1).tolist()
         outside += [chunk.start + int(i) for i in np.flatnonzero(r > 1)]
         if not logit_err:   # the packed float64 simulation is slow (every diagonal): the first images only
             k = min(SIMULATED_IMAGES, len(logits))

@@ -82,9 +82,16 @@ def boot_config(quick: bool, act_name: str, slots: int):
     return circuits.BootstrapConfig(slots=slots, stc_levels=3 if quick else ACTIVATIONS[act_name][4])
 
 
+def _positive(text: str) -> float:
+    v = float(text)
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return v
+
+
 def add_margin_argument(ap) -> None:
     """--margin (this example and benchmarks/bench_resnet20.py)."""
-    ap.add_argument("--margin", type=float, default=None,
+    ap.add_argument("--margin", type=_positive, default=None,
                     help="activation bounds = margin x the largest input on the --calib images "
                          "(default: the activation's, ACTIVATIONS)")
 
@@ -131,8 +138,6 @@ def main():
     from jax_fhe.nn import compiler
     from jax_fhe.rns import HostRandom
 
-    if args.margin is not None and not args.margin > 0:
-        ap.error(f"--margin must be positive, got {args.margin}")
     spec, params, x, y, act, bounds, preset = setup(args.quick, args.calib, args.act, layers=args.layers,
                                                     margin=args.margin)
     cp = ckks.preset(preset)
@@ -144,10 +149,9 @@ def main():
     print(f"plan: {time.perf_counter() - t0:.1f} s; activation: depth {act.depth}, max |error| {act.bound:.2e} on [-1, 1]")
     xe, ye = x[:args.eval], y[:args.eval]
     ref = nn.forward(spec, params, xe)
-    poly = compiler.polynomial_forward(spec, params, xe, act, bounds)
+    poly, ratio = compiler.polynomial_forward(spec, params, xe, act, bounds, with_ratio=True)
     print(f"{len(xe)} images: float ReLU model {100 * np.mean(ref.argmax(1) == ye):.1f}%, polynomial model "
           f"{100 * np.mean(poly.argmax(1) == ye):.1f}%, agreement {100 * np.mean(ref.argmax(1) == poly.argmax(1)):.1f}%")
-    ratio = compiler.activation_ratio(spec, params, xe, act, bounds)
     print(f"largest activation input {ratio.max():.2f} of its bound; " + (
         f"{int((ratio > 1).sum())} images outside their bounds: the polynomial diverges there and their "
         f"encrypted results are not the model's (raise --margin)" if (ratio > 1).any() else "every image inside"))

@@ -78,21 +78,21 @@ def test_polynomial_reference_diverges_outside_its_interval_as_encrypted():
     assert np.abs(act(inside) - np.maximum(inside, 0)).max() <= act.bound + 1e-12
 
 
-def test_activation_ratio_finds_images_outside_their_bounds():
+def test_ratio_finds_images_outside_their_bounds():
     params, x = _small()
     bounds = compiler.calibrate(SMALL, params, x)          # margin 1.25 over these very images
     act = activation.PolyReLU.direct(31)
-    r = compiler.activation_ratio(SMALL, params, x, act, bounds)
+    poly0, r = compiler.polynomial_forward(SMALL, params, x, act, bounds, with_ratio=True)
     assert r.shape == (len(x),) and np.all(r <= 1 / 1.25 + 1e-6) and r.max() > 0.5
     loud = x.copy()
     loud[2] *= 2.5                                         # one image far outside the calibration
-    r2 = compiler.activation_ratio(SMALL, params, loud, act, bounds)
+    poly, r2 = compiler.polynomial_forward(SMALL, params, loud, act, bounds, with_ratio=True)
     assert r2[2] > 1 and np.all(np.delete(r2, 2) == np.delete(r, 2))
-    poly = compiler.polynomial_forward(SMALL, params, loud, act, bounds)
+    np.testing.assert_array_equal(poly0, compiler.polynomial_forward(SMALL, params, x, act, bounds))
     relu = compiler.polynomial_forward(SMALL, params, loud, nn.model.relu, bounds)
     assert not np.abs(poly[2] - relu[2]).max() < 1                 # the image's logits diverged
     np.testing.assert_allclose(np.delete(poly, 2, 0), np.delete(relu, 2, 0), atol=0.05 * np.abs(relu).max())
-    assert compiler.activation_ratio(SMALL, params, loud[2], act, bounds).shape == (1,)   # one image [H, W, C]
+    assert compiler.polynomial_forward(SMALL, params, loud[2], act, bounds, with_ratio=True)[1].shape == (1,)   # one image [H, W, C]
 
 
 def test_flax_module_equals_numpy_reference():

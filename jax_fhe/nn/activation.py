@@ -151,7 +151,7 @@ class PolyReLU:
         """In float64 numpy, the polynomials the ciphertexts get. Not clipped: the fit holds on
         [-1, 1] only, and beyond it the value diverges (degree 31 gives 12.4 at x = 1.09), here
         as in the encrypted program, so that a reference computed with it fails where the
-        encrypted one does (:func:`jax_fhe.nn.compiler.activation_ratio` finds such inputs)."""
+        encrypted one does (``compiler.polynomial_forward(..., with_ratio=True)`` finds such inputs)."""
         x = np.asarray(x, dtype=np.float64)
         with np.errstate(over="ignore", invalid="ignore"):
             if self.poly is not None:

@@ -38,7 +38,7 @@ from ..rns import progress_bar
 from . import model as _model
 from .activation import PolyReLU
 
-__all__ = ["CompiledModel", "Op", "Plan", "activation_ratio", "calibrate", "compile_model", "decrypt_logits",
+__all__ = ["CompiledModel", "Op", "Plan", "calibrate", "compile_model", "decrypt_logits",
            "encrypt_image", "gen_keys", "layout", "plan", "polynomial_forward", "run", "simulate"]
 
 
@@ -370,20 +370,16 @@ def simulate(p: Plan, images) -> np.ndarray:
     return vals[p.ops[-1].out][:, list(p.out_slots)]
 
 
-def polynomial_forward(spec, params, images, act: PolyReLU, bounds) -> np.ndarray:
+def polynomial_forward(spec, params, images, act: PolyReLU, bounds, *, with_ratio: bool = False):
     """The float model with each ReLU replaced by bound_j * act(t / bound_j) (the function the
-    encrypted program computes, without the packing): logits float64[B, classes]. Where an
-    input leaves an activation's interval the polynomial diverges, as it does encrypted
-    (:func:`activation_ratio`)."""
-    return _polynomial_forward(spec, params, images, act, bounds)[0]
+    encrypted program computes, without the packing): logits float64[B, classes].
 
-
-def activation_ratio(spec, params, images, act: PolyReLU, bounds) -> np.ndarray:
-    """max_j |t_j| / bound_j over every activation input t_j of the polynomial model, per image:
-    float64[B]. Above 1 an input left the interval its polynomial is fitted on; the polynomial
-    then diverges and the encrypted result of that image is not the model's (raise the
-    calibration margin, with a degree that keeps the accuracy)."""
-    return _polynomial_forward(spec, params, images, act, bounds)[1]
+    ``with_ratio``: also return, per image, max_j |t_j| / bound_j over every activation input
+    t_j (float64[B]): (logits, ratio). Above 1 an input left the interval its polynomial is fitted
+    on; the polynomial then diverges, here as encrypted, and that image's result is not the
+    model's (raise the calibration margin, with a degree that keeps the accuracy)."""
+    logits, ratio = _polynomial_forward(spec, params, images, act, bounds)
+    return (logits, ratio) if with_ratio else logits
 
 
 def _polynomial_forward(spec, params, images, act, bounds):
