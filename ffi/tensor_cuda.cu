@@ -14,10 +14,7 @@ namespace {
 constexpr int kThreads = 256;
 
 // FLAT: each operand's batch block is b * its flat stride (the common case); else per-axis strides.
-// SQUARE: x and y are one buffer with the same layout (ops.tensor_product(x, x): BGV and BFV
-// square), so each word is loaded once (on an H200 the general form ran BGV's square at 1.97x
-// its floor against multiply's 1.31x, as if each word were read twice).
-template <bool FLAT, bool SQUARE>
+template <bool FLAT>
 __global__ void tensor_product_kernel(const uint32_t* __restrict__ x, const uint32_t* __restrict__ y,
                                       const uint32_t* __restrict__ moduli,
                                       const uint32_t* __restrict__ neg_qinv,
@@ -28,26 +25,12 @@ __global__ void tensor_product_kernel(const uint32_t* __restrict__ x, const uint
   const int64_t b = i / ln, r = i - b * ln;   // batch entry, offset within one [L, N] block
   const int64_t l = r >> log_n;
   const int64_t xo = FLAT ? b * s.x_flat : tensor_batch_offset(b, s.axes, s.dims, s.x_stride);
+  const int64_t yo = FLAT ? b * s.y_flat : tensor_batch_offset(b, s.axes, s.dims, s.y_stride);
   const uint32_t* xp = x + xo + r;
+  const uint32_t* yp = y + yo + r;
   uint32_t* dp = d + b * 3 * ln + r;
-  const uint32_t x0 = __ldg(xp), x1 = __ldg(xp + ln);
-  uint32_t y0 = x0, y1 = x1;
-  if (!SQUARE) {
-    const int64_t yo = FLAT ? b * s.y_flat : tensor_batch_offset(b, s.axes, s.dims, s.y_stride);
-    y0 = __ldg(y + yo + r);
-    y1 = __ldg(y + yo + r + ln);
-  }
-  tensor_element(x0, x1, y0, y1, __ldg(moduli + l), __ldg(neg_qinv + l), __ldg(r2 + l), dp, dp + ln,
-                 dp + 2 * ln);
-}
-
-// Whether y reads the same words as x for every batch entry (one buffer, one layout).
-bool same_operand(const uint32_t* x, const uint32_t* y, const TensorShape& s) {
-  if (x != y) return false;
-  if (s.flat) return s.x_flat == s.y_flat;
-  for (int i = 0; i < s.axes; ++i)
-    if (s.x_stride[i] != s.y_stride[i]) return false;
-  return true;
+  tensor_element(__ldg(xp), __ldg(xp + ln), __ldg(yp), __ldg(yp + ln), __ldg(moduli + l),
+                 __ldg(neg_qinv + l), __ldg(r2 + l), dp, dp + ln, dp + 2 * ln);
 }
 
 ffi::Error TensorProductCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
@@ -63,9 +46,7 @@ ffi::Error TensorProductCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
   const int64_t total = s.batch * ln;
   if (total == 0) return ffi::Error::Success();
   const int64_t blocks = (total + kThreads - 1) / kThreads;
-  const bool square = same_operand(x.typed_data(), y.typed_data(), s);
-  auto kernel = s.flat ? (square ? tensor_product_kernel<true, true> : tensor_product_kernel<true, false>)
-                       : (square ? tensor_product_kernel<false, true> : tensor_product_kernel<false, false>);
+  auto kernel = s.flat ? tensor_product_kernel<true> : tensor_product_kernel<false>;
   kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
       x.typed_data(), y.typed_data(), moduli.typed_data(), neg_qinv.typed_data(), r2.typed_data(),
       out->typed_data(), total, ln, s.log_n, s);

@@ -34,8 +34,8 @@ def test_matches_python_integers(bits, limbs, log_n, device, put, rng):
 
 
 def test_square_of_one_buffer(device, put, rng):
-    """x times itself from one buffer (under jit: the GPU handler loads each word once) and
-    batched by vmap, against Python integers."""
+    """x times itself from one buffer (under jit both operands are the same buffer, as in BGV's
+    and BFV's square) and batched by vmap, against Python integers."""
     n = 2048
     ps = rns.ntt_primes(30, 3, n)
     ctx = put(rns.make_context(ps, n))
