@@ -150,7 +150,8 @@ def _encrypted(ctx, boot: bool, compact: bool | None = False, encoded_bytes: int
         assert model.compact == (tuple(linear) if compact else ())
     assert all(model.transforms[i].compact == (i in model.compact) for i in linear)
     ek = compiler.gen_keys(ctx, keys.secret, p, b, rng)
-    logits, _ = compiler.run(model, x[:1], ek, keys.public, keys.secret, rng)
+    n = 1 if boot else 3   # several images stream (the next encrypted while one runs): rows in order
+    logits, _ = compiler.run(model, x[:n], ek, keys.public, keys.secret, rng)
     # the staged runner (one jitted call per op) computes the same bits as the whole program
     ct = compiler.encrypt_image(x[1], p, ctx, keys.public, rng)
     timings = {}
@@ -163,7 +164,7 @@ def _encrypted(ctx, boot: bool, compact: bool | None = False, encoded_bytes: int
         want = np.stack([np.asarray(model(cts[i], ek).data) for i in range(2)])
         np.testing.assert_array_equal(np.asarray(model.batch(cts, ek).data), want)
         np.testing.assert_array_equal(np.asarray(model.batch(cts, ek, staged=True).data), want)
-    return p, logits, compiler.simulate(p, x[:1])
+    return p, logits, compiler.simulate(p, x[:n])
 
 
 def test_encrypted_small_cnn_toy(toy_boot_context):
