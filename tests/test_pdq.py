@@ -80,6 +80,9 @@ def test_reference_is_sql():
     ok = (cols["a"] < 4) & (cols["b"] != 0)
     np.testing.assert_allclose(r[ok], cols["a"][ok] / cols["b"][ok] ** 2)
     assert np.isnan(r[~ok]).all()
+    exact = pdq.reference(pdq.where(A < 4).ratio("a", "b"), cols)["ratio_exact"]
+    assert exact == [fractions.Fraction(int(x), int(y) ** 2) if k else None
+                     for x, y, k in zip(cols["a"], cols["b"], ok)]
 
 
 # -- encrypted queries -------------------------------------------------------------------------
@@ -115,7 +118,7 @@ def _ratio_table(rows, seed):
     return cols
 
 
-def _check(ans, ref, q):
+def _check(ans, ref, q, *, inverse_bound=True):
     if q.kind in ("index", "ratio"):
         np.testing.assert_array_equal(ans.index, ref["index"])
         assert ans.mask_error < 2 ** -10
@@ -131,17 +134,20 @@ def _check(ans, ref, q):
         else:
             assert ans.avg is None
     if q.kind == "ratio":
-        ok = ~np.isnan(ref["ratio"])
-        np.testing.assert_array_equal(ok, ~np.isnan(ans.ratio))
-        np.testing.assert_allclose(ans.ratio[ok], ref["ratio"][ok], rtol=2 ** -20, atol=2 ** -20)
+        # exact: the Fractions of the filtered operands (their bits round to 0/1 like Sum's)
+        assert ans.ratio_exact == ref["ratio_exact"] and ans.operand_error < 2 ** -10
+        if inverse_bound:   # the encrypted inverse's floats, on a moderate divisor range
+            ok = ~np.isnan(ref["ratio"])
+            np.testing.assert_array_equal(ok, ~np.isnan(ans.ratio))
+            np.testing.assert_allclose(ans.ratio[ok], ref["ratio"][ok], rtol=2 ** -20, atol=2 ** -20)
 
 
-def _run(q, cols, toy, compiled=None):
+def _run(q, cols, toy, compiled=None, *, inverse_bound=True):
     ctx, rng, client = toy
     table = client.encrypt_table(cols)
     cq = compiled or pdq.compile_query(q, table, ctx, client.evaluation_keys, compiler_options=FAST)
     ans = client.decrypt(pdq.execute(cq, table, client, client.evaluation_keys, rng=rng))
-    _check(ans, pdq.reference(q, cols), q)
+    _check(ans, pdq.reference(q, cols), q, inverse_bound=inverse_bound)
     return ans, cq
 
 
@@ -153,6 +159,22 @@ def test_sum_exact_on_edge_values(toy):
     ans, cq = _run(q, _edge_table(32, 0), toy)
     assert cq.levels == {"agg": 12 - 8}
     assert ans.sum > 2 ** 32 and ans.sum_error < 2 ** -20 and ans.timings["server"] > 0
+
+
+def test_ratio_exact_over_the_full_range(toy):
+    """PDQ-3 (a / b^2 where b <= c) with a, b over the whole [0, 2^32) range, 0, 1 and 2^32 - 1
+    among the divisors and the numerators: the answer's Fractions equal the plaintext's exactly
+    (every fractional bit), on two random tables through one compiled program. (The encrypted
+    inverse's floats cannot hold this range: r b^2 spans 2^80 in one slot vector.)"""
+    q = pdq.where(B <= C).ratio("a", "b")
+    cq = None
+    for seed in (11, 12):
+        g = np.random.default_rng(seed)
+        cols = {k: g.integers(0, 2 ** 32, 32, dtype=np.int64) for k in "abc"}
+        cols["b"][:6], cols["a"][:6], cols["c"][:6] = [0, TOP, 1, 2, TOP, 1 << 31], [TOP, TOP, TOP, 0, 1, 3], TOP
+        ans, cq = _run(q, cols, toy, cq, inverse_bound=False)
+        assert ans.ratio_exact[2] == TOP and ans.ratio_exact[4] == fractions.Fraction(1, TOP ** 2)
+        assert ans.ratio_exact[0] is None and sum(r is not None for r in ans.ratio_exact) > 6
 
 
 def test_compile_errors(toy):

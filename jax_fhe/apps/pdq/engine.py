@@ -36,7 +36,7 @@ from ...ckks import Ciphertext, Plaintext
 from ...rns import HostRandom
 from ...rns.pytree import pytree_dataclass, static_field
 from . import circuits as C
-from .layout import Layout, bit_planes, check_column, make_layout
+from .layout import Layout, bit_planes, check_column, from_bit_planes, make_layout
 from .query import Cmp, Not, Or, Query
 
 __all__ = ["Answer", "Client", "CompiledQuery", "EncryptedResult", "EncryptedTable", "R_BITS",
@@ -171,6 +171,13 @@ class Client:
             passing = np.zeros(lay.rows, dtype=bool)
             passing[out["index"]] = True
             out["ratio"] = np.where(passing & ~zero, v, np.nan)
+            z = ckks.decode(ckks.decrypt(result.cts["operands"], self.ctx, self.keys.secret), self.ctx)
+            z = z.reshape(lay.chunks, lay.slots)
+            out["operand_error"] = float(max(np.max(np.abs(z.real - np.rint(z.real))),
+                                             np.max(np.abs(z.imag - np.rint(z.imag)))))
+            a, b = from_bit_planes(z.real, lay), from_bit_planes(z.imag, lay)
+            out["ratio_exact"] = [fractions.Fraction(int(a[i]), int(b[i]) ** 2) if passing[i] and b[i] else None
+                                  for i in range(lay.rows)]
         out["timings"] = dict(result.timings)
         return Answer(query=q, **out)
 
@@ -179,8 +186,9 @@ class Client:
 class Answer:
     """A decrypted answer. ``index`` (rows passing), ``count``, ``sum`` (Python ints, exact);
     ``avg`` (float, through the encrypted inverse) and ``avg_exact`` (Fraction sum / count,
-    None when no row passes); ``ratio`` (float per row: a / b^2 on passing rows, NaN on the
-    others and where b = 0);
+    None when no row passes); ``ratio`` (float per row: a / b^2 on passing rows through the
+    encrypted inverse, NaN on the others and where b = 0) and ``ratio_exact`` (list per row:
+    Fraction a / b^2 from the filtered operands, exact, None where ``ratio`` is NaN);
     ``*_error``: distance of the decrypted value to the integer it rounds to (a precision
     witness); ``timings``: seconds per stage."""
 
@@ -191,9 +199,11 @@ class Answer:
     avg: float | None = None
     avg_exact: fractions.Fraction | None = None
     ratio: np.ndarray | None = None
+    ratio_exact: list | None = None
     mask_error: float | None = None
     count_error: float | None = None
     sum_error: float | None = None
+    operand_error: float | None = None
     timings: dict = dataclasses.field(default_factory=dict)
 
 
@@ -311,6 +321,9 @@ def _chunk_program(q: Query, lay: Layout, planes, values, consts, ctx, evk):
         a, b = values[q.cols[0]], values[q.cols[1]]
         out["num"] = ckks.mul(a, m0, ctx, evk)
         out["den"] = ckks.mul(b, b, ctx, evk)
+        # the filtered operands, exact: Re(block k) = mask x bit k of a, Im(block k) = of b
+        ab = ckks.add(planes[q.cols[0]], ckks.mul_i(planes[q.cols[1]], ctx), ctx)
+        out["operands"] = ckks.mul(C.replicate(m0, lay, ctx, evk), ab, ctx, evk)
     return out
 
 
@@ -407,7 +420,7 @@ class CompiledQuery:
             r = consts.get(("r",), None, res["agg"].level, 1.0)
             res["blinded"] = ckks.mul(res["agg"], r, ctx, rescale=False)
         if q.kind == "ratio":
-            res = {"mask": out["m0"]}
+            res = {"mask": out["m0"], "operands": out["operands"]}
             den, num = out["den"], out["num"]
             if q.inverse == "interactive":
                 res["num"] = num
@@ -497,7 +510,7 @@ def execute(cq: CompiledQuery, table: EncryptedTable, client: Client, evk, *,
         res.update(_block(cq._phase2(res, inv, p2, ctx, evk)))
         timings["server"] += time.perf_counter() - t0
     keep = {"index": ("mask",), "count": ("agg",), "sum": ("agg",), "avg": ("agg", "avg"),
-            "ratio": ("mask", "ratio")}[q.kind]
+            "ratio": ("mask", "ratio", "operands")}[q.kind]
     return EncryptedResult(query=q, layout=lay, cts={k: res[k] for k in keep}, timings=timings,
                            zero_divisors=zero if q.interactive else None)
 
@@ -519,7 +532,8 @@ def _ref_mask(pred, cols: dict) -> np.ndarray:
 
 def reference(query: Query, columns: dict) -> dict:
     """The query on plaintext columns (Python integers, exact): {"index", "count", "sum",
-    "avg_exact" (Fraction or None), "ratio" (float64 per row, NaN where b = 0 or filtered out)}."""
+    "avg_exact" (Fraction or None), "ratio" (float64 per row, NaN where b = 0 or filtered out),
+    "ratio_exact" (Fraction per row, None where "ratio" is NaN)}."""
     cols = {k: np.asarray(v).astype(np.int64) for k, v in columns.items()}
     n = len(next(iter(cols.values())))
     m = np.ones(n, dtype=bool) if query.pred is None else _ref_mask(query.pred, cols)
@@ -532,4 +546,7 @@ def reference(query: Query, columns: dict) -> dict:
         a, b = cols[query.cols[0]].astype(np.float64), cols[query.cols[1]].astype(np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             out["ratio"] = np.where(m & (b != 0), a / (b * b), np.nan)
+        ai, bi = cols[query.cols[0]], cols[query.cols[1]]
+        out["ratio_exact"] = [fractions.Fraction(int(x), int(y) ** 2) if ok and y else None
+                              for x, y, ok in zip(ai, bi, m)]
     return out
