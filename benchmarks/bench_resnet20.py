@@ -102,8 +102,11 @@ def main() -> None:
     print(at(), p.summary())
     xe, ye = x[:args.eval], y[:args.eval]
     ref = nn.forward(spec, params, xe).argmax(1)
-    poly, ratio = compiler.polynomial_forward(spec, params, xe, act, bounds, with_ratio=True)
-    poly = poly.argmax(1)
+    stop = min(len(x), args.start + args.images)
+    # the polynomial model once, over the evaluated images and those the accuracy pass encrypts
+    poly_all, ratio_all = compiler.polynomial_forward(spec, params, x[:max(len(xe), stop)], act, bounds, with_ratio=True)
+    poly_all = poly_all.argmax(1)
+    poly, ratio = poly_all[:len(xe)], ratio_all[:len(xe)]
     print(at(), f"{len(xe)} images: largest activation input {ratio.max():.2f} of its bound, "
           f"{int((ratio > 1).sum())} images outside their bounds", flush=True)
     rng = HostRandom.insecure_deterministic(1)   # benchmark keys only
@@ -149,7 +152,6 @@ def main() -> None:
             bts.append(time.perf_counter() - t0)
         batch_s = statistics.median(bts)
         print(f"batch of {args.batch}: {batch_s:.3f} s, {batch_s / args.batch:.3f} s per image")
-    stop = min(len(x), args.start + args.images)
     out = dict(device=dev.device_kind, preset=preset, layers=args.layers or len(spec), slots=p.slots, bootstraps=p.bootstraps,
                diagonals=p.diagonals, diagonals_form=model.form, compact_layers=len(model.compact), rotation_keys=len(p.rotations), first_call_s=first,
                act=args.act, act_depth=act.depth, mode=args.mode, per_image_s=per_image, runs_s=times, bootstrap_s=boot_s, split_s=by_kind,
@@ -167,9 +169,8 @@ def main() -> None:
         chunk = slice(lo, min(stop, lo + ACCURACY_CHUNK))
         logits, _ = compiler.run(model, x[chunk], ek, keys.public, keys.secret, rng, staged=args.mode == "staged")
         pred += logits.argmax(1).tolist()
-        logits_poly, r = compiler.polynomial_forward(spec, params, x[chunk], act, bounds, with_ratio=True)
-        poly_sel += logits_poly.argmax(1).tolist()
-        outside += [chunk.start + int(i) for i in np.flatnonzero(r > 1)]
+        poly_sel += poly_all[chunk].tolist()
+        outside += [chunk.start + int(i) for i in np.flatnonzero(ratio_all[chunk] > 1)]
         if not logit_err:   # the packed float64 simulation is slow (every diagonal): the first images only
             k = min(SIMULATED_IMAGES, len(logits))
             want = compiler.simulate(p, x[chunk][:k])

@@ -378,11 +378,6 @@ def polynomial_forward(spec, params, images, act: PolyReLU, bounds, *, with_rati
     t_j (float64[B]): (logits, ratio). Above 1 an input left the interval its polynomial is fitted
     on; the polynomial then diverges, here as encrypted, and that image's result is not the
     model's (raise the calibration margin, with a degree that keeps the accuracy)."""
-    logits, ratio = _polynomial_forward(spec, params, images, act, bounds)
-    return (logits, ratio) if with_ratio else logits
-
-
-def _polynomial_forward(spec, params, images, act, bounds):
     images = np.asarray(images, dtype=np.float64)
     if images.ndim == 3:
         images = images[None]
@@ -401,7 +396,7 @@ def _polynomial_forward(spec, params, images, act, bounds):
         out = _model.forward(spec, params, images, a)
     if len(seen) != len(bounds):
         raise ValueError(f"polynomial_forward: {len(bounds)} bounds for {len(seen)} activations")
-    return np.asarray(out), ratio
+    return (np.asarray(out), ratio) if with_ratio else np.asarray(out)
 
 
 # -- the encrypted program ---------------------------------------------------------------------------

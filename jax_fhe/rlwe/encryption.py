@@ -170,15 +170,11 @@ def _encrypt_pk_program(m, pk, v, e0, e1, ring, tables, *, rows):
 
     enc_rows = rows if tables is None else keyswitch.extended_rows(tables)
     shape = tuple(m.shape[:-2]) + (len(enc_rows), ring.n)
-
-    def ntt(x):
-        return _noise_to_ntt(x, ring, enc_rows)
-
-    v = ntt(v)
+    v = _noise_to_ntt(v, ring, enc_rows)
     pk = ops.take_static(pk, enc_rows, -2, max_runs=1)
     full = lambda x: jnp.broadcast_to(x, shape)  # noqa: E731
-    c0 = ops.add_mod(ops.mul_mod(v, full(pk[0]), ring, enc_rows), ntt(e0), ring, enc_rows)
-    c1 = ops.add_mod(ops.mul_mod(v, full(pk[1]), ring, enc_rows), ntt(e1), ring, enc_rows)
+    c0 = ops.add_mod(ops.mul_mod(v, full(pk[0]), ring, enc_rows), _noise_to_ntt(e0, ring, enc_rows), ring, enc_rows)
+    c1 = ops.add_mod(ops.mul_mod(v, full(pk[1]), ring, enc_rows), _noise_to_ntt(e1, ring, enc_rows), ring, enc_rows)
     nl = len(rows)
     if tables is None:
         return jnp.stack([ops.add_mod(c0, m, ring, rows), c1], axis=-3)
