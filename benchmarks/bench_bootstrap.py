@@ -14,6 +14,7 @@ benchmarks/results/bootstrap.json (the results page).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -99,9 +100,12 @@ def main() -> None:
           f"{compile_s:.1f} s; command buffers in the compiled HLO: {cmd_buffers}")
 
     if args.trace:
-        from gpu_trace import print_kernel_summary, trace_kernels
+        from gpu_trace import print_kernel_summary, save_events, trace_kernels
         totals = trace_kernels(compiled, (ct, ctx, boot, bk), args.trace)
         print_kernel_summary("one bootstrap", totals, top=25)
+        save_events(totals, f"{args.trace}/kernels.json.gz")
+        with gzip.open(f"{args.trace}/bootstrap_hlo.txt.gz", "wt") as fh:
+            fh.write(hlo)  # the compiled program: which XLA fusions the kernels above are
 
     errs = []
     for i in range(args.precision_runs):

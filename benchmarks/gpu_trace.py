@@ -17,6 +17,14 @@ class KernelTotals(dict):
     totals means kernels ran concurrently."""
     span = 0.0
     busy = 0.0
+    events = ()  # (name, start us, duration us) of every kernel, in start order
+
+
+def save_events(totals, path):
+    """Write the trace's kernel events as gzipped JSON [[name, start us, duration us], ...]
+    (small enough to come back from the device machine, unlike the whole trace)."""
+    with gzip.open(path, "wt") as fh:
+        json.dump([list(e) for e in totals.events], fh)
 
 
 def _union_length(intervals):
@@ -41,13 +49,15 @@ def trace_kernels(f, args, path):
     events = events["traceEvents"] if isinstance(events, dict) else events
     gpu_pids = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
                 and any(k in str(e.get("args", {}).get("name", "")) for k in ("GPU", "gpu", "/device"))}
-    totals, intervals = KernelTotals(), []
+    totals, intervals, names = KernelTotals(), [], []
     for e in events:
         if e.get("ph") == "X" and e.get("pid") in gpu_pids:
             t, c = totals.get(e["name"], (0.0, 0))
             dur = float(e.get("dur", 0))
             totals[e["name"]] = (t + dur, c + 1)
             intervals.append((float(e["ts"]), float(e["ts"]) + dur))
+            names.append(e["name"])
+    totals.events = tuple(sorted(((n, a, b - a) for n, (a, b) in zip(names, intervals)), key=lambda e: e[1]))
     if intervals:
         totals.span = max(b for _, b in intervals) - min(a for a, _ in intervals)
         totals.busy = _union_length(intervals)

@@ -35,6 +35,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_key_inner_product_mod_down_ntt"] = capsule(jax_fhe::KeyProductModDownNttCpu);
     d["jax_fhe_key_inner_product_intt"] = capsule(jax_fhe::KeyProductInttCpu);
     d["jax_fhe_tensor_product"] = capsule(jax_fhe::TensorProductCpu);
+    d["jax_fhe_diagonal_sums"] = capsule(jax_fhe::DiagonalSumsCpu);
     return d;
   });
   m.def("cuda_targets", []() {
@@ -53,6 +54,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_key_inner_product_mod_down_ntt"] = capsule(jax_fhe::KeyProductModDownNttCuda);
     d["jax_fhe_key_inner_product_intt"] = capsule(jax_fhe::KeyProductInttCuda);
     d["jax_fhe_tensor_product"] = capsule(jax_fhe::TensorProductCuda);
+    d["jax_fhe_diagonal_sums"] = capsule(jax_fhe::DiagonalSumsCuda);
 #endif
     return d;
   });

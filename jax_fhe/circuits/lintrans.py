@@ -293,25 +293,12 @@ def _rotation_key(evk: EvalKeys, step: int):
     return key
 
 
-def _sum_mod(x: jax.Array, ring, rows) -> jax.Array:
-    """The sum mod q over the leading axis of canonical residues x: [k, ..., L, N] -> [..., L, N]
-    (pairwise, log2 k additions; the same residues as adding them in order)."""
-    while x.shape[0] > 1:
-        half = x.shape[0] // 2
-        pairs = ops.add_mod(x[:half], x[half:2 * half], ring, rows)
-        x = jnp.concatenate([pairs, x[2 * half:]]) if x.shape[0] % 2 else pairs
-    return x[0]
-
-
-def _plaintexts(lt: LinearTransform, entries, ring, ext, after) -> jax.Array:
-    """The giant step's plaintexts uint32[len(entries), L + alpha_p, N] (NTT, extended rows).
-    Compact plans expand them here, ordered after ``after`` (the running total) so that XLA
-    expands one giant step at a time instead of every diagonal of the program up front."""
+def _expand_plaintexts(lt: LinearTransform, entries, ring, ext, after) -> jax.Array:
+    """A compact plan's giant step's plaintexts uint32[len(entries), L + alpha_p, N] (NTT,
+    extended rows), expanded after ``after`` (the running total) so that XLA expands one giant
+    step at a time instead of every diagonal of the program up front."""
     i0 = entries[0][1]
-    data = lt.data[i0:i0 + len(entries)]
-    if not lt.compact:
-        return data
-    data, _ = jax.lax.optimization_barrier((data, after))
+    data, _ = jax.lax.optimization_barrier((lt.data[i0:i0 + len(entries)], after))
     q = jnp.asarray(np.array([ring.primes[r] for r in ext], dtype=np.int32))[:, None]
     lifted = jnp.remainder(data[:, None, :], q).astype(jnp.uint32)        # k mod q_r in [0, q_r)
     units = lt.units[i0:i0 + len(entries)]
@@ -337,15 +324,24 @@ def double_hoisted(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: E
         u = keyswitch.product_extended(c1, dec, _rotation_key(evk, b), ring, tables)
         u = jnp.stack([ops.add_mod(u[..., 0, :, :], pc0, ring, ext), u[..., 1, :, :]], axis=-3)
         rots[b] = ops.automorphism_ntt(u, ops.galois_element(b, p.n))
+    # sum_b pt_{g,b} rot_b in QP for every giant step: one kernel reads the baby rotations where
+    # they lie and each diagonal once (compact plans: one call per giant step, whose plaintexts
+    # are expanded just before)
+    babies = tuple(rots)
+    xs = [rots[b] for b in babies]
+    index = np.full((len(lt.giants), len(babies)), -1, dtype=np.int32)
+    for gi, (_, entries) in enumerate(lt.giants):
+        for b, d in entries:
+            index[gi, babies.index(b)] = d
+    sums = None if lt.compact else ops.diagonal_sums(xs, lt.data, index, ring, ext)
     total = None
-    for g, entries in lt.giants:
-        # sum_b pt_{g,b} rot_b in QP, vectorized over the giant step's baby steps: one product of
-        # the stacked rotations, then a tree of additions (a few ops per giant step, not per
-        # diagonal: the program of a 1,575-diagonal layer stays small)
-        pts = _plaintexts(lt, entries, ring, ext, total if total is not None else dec)
-        xs = jnp.stack([rots[b] for b, _ in entries])                  # [k, ..., 2, L + alpha, N]
-        w = pts.reshape(pts.shape[:1] + (1,) * (xs.ndim - 3) + pts.shape[1:])
-        acc = _sum_mod(ops.mul_mod(xs, jnp.broadcast_to(w, xs.shape), ring, ext), ring, ext)
+    for gi, (g, entries) in enumerate(lt.giants):
+        if sums is None:
+            pts = _expand_plaintexts(lt, entries, ring, ext, total if total is not None else dec)
+            local = np.where(index[gi:gi + 1] >= 0, index[gi:gi + 1] - entries[0][1], -1)
+            acc = ops.diagonal_sums(xs, pts, local, ring, ext)[0]
+        else:
+            acc = sums[gi]
         if g:                                    # rot_g of the sum: c1 down, switched, back in QP
             y = keyswitch.mod_down(acc[..., 1, :, :], ring, tables)
             u = keyswitch.product_extended(y, keyswitch.decompose(y, ring, tables), _rotation_key(evk, g),
