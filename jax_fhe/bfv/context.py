@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import math
 
-import jax
 
 from .. import rns
 from ..rlwe import keyswitch
 from ..rlwe.plainmod import const_mod_t
 from ..rns.crt import MixedRadixConv, make_mixed_radix_conv
-from ..rns.pytree import pytree_dataclass, static_field
-from ..rns.shoup import device_u32
+from ..rns.pytree import HostTable, host_u32, pytree_dataclass, static_field, tables_field
 from .encoder import PlainTables, make_plain_tables
 from .params import BFVParams
 
@@ -34,8 +32,8 @@ class MulTables:
 
     lift: MixedRadixConv
     back: MixedRadixConv
-    t_mod: jax.Array
-    q_inv: jax.Array
+    t_mod: HostTable = static_field()
+    q_inv: HostTable = static_field()
 
 
 @pytree_dataclass
@@ -51,12 +49,12 @@ class CodecTables:
     moduli:    uint32[L]  the q primes.
     """
 
-    r_mod_t: jax.Array
-    neg_t_inv: jax.Array
-    t_mod_q: jax.Array
+    r_mod_t: HostTable = static_field()
+    neg_t_inv: HostTable = static_field()
+    t_mod_q: HostTable = static_field()
     to_t: MixedRadixConv
-    neg_q_inv: jax.Array
-    moduli: jax.Array
+    neg_q_inv: HostTable = static_field()
+    moduli: HostTable = static_field()
 
 
 @pytree_dataclass
@@ -66,9 +64,9 @@ class BFVContext:
     ring: rns.RNSContext
     mul_ring: rns.RNSContext
     plain: PlainTables
-    keyswitch: tuple
-    mul: MulTables
-    codec: CodecTables
+    keyswitch: tuple = tables_field()
+    mul: MulTables = tables_field()
+    codec: CodecTables = tables_field()
     params: BFVParams = static_field()
 
     error_factor = 1  # the keys' noise factor (BGV: t)
@@ -98,14 +96,14 @@ def make_context(params: BFVParams) -> BFVContext:
     qb = q + b
     mul = MulTables(lift=make_mixed_radix_conv(qb, range(nq), range(nq, nq + nb)),
                     back=make_mixed_radix_conv(qb, range(nq, nq + nb), range(nq)),
-                    t_mod=device_u32([t % p for p in qb]),
-                    q_inv=device_u32([pow(big_q, -1, p) for p in b]))
+                    t_mod=host_u32([t % p for p in qb]),
+                    q_inv=host_u32([pow(big_q, -1, p) for p in b]))
     codec = CodecTables(r_mod_t=const_mod_t(big_q % t, t),
-                        neg_t_inv=device_u32([(-pow(t, -1, p)) % p for p in q]),
-                        t_mod_q=device_u32([t % p for p in q]),
+                        neg_t_inv=host_u32([(-pow(t, -1, p)) % p for p in q]),
+                        t_mod_q=host_u32([t % p for p in q]),
                         to_t=make_mixed_radix_conv(q + (t,), range(nq), (nq,)),
                         neg_q_inv=const_mod_t(-pow(big_q, -1, t), t),
-                        moduli=device_u32(q))
+                        moduli=host_u32(q))
     ks = (keyswitch.make_tables(params.keyswitch, params.all_primes, params.rows(0), params.special_rows,
                                 params.alpha),)
     return BFVContext(ring=rns.make_context(params.all_primes, params.n), mul_ring=rns.make_context(qb, params.n),

@@ -11,15 +11,13 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import jax
 
 from .. import rns
 from ..bfv.encoder import PlainTables, make_plain_tables
 from ..rlwe import keyswitch
 from ..rlwe.plainmod import PlainCorrection, make_plain_correction
 from ..rns.crt import ExactConv, MixedRadixConv, make_exact_conv, make_mixed_radix_conv
-from ..rns.pytree import pytree_dataclass, static_field
-from ..rns.shoup import device_u32
+from ..rns.pytree import HostTable, host_u32, pytree_dataclass, static_field, tables_field
 from .params import BGVParams
 
 
@@ -37,7 +35,7 @@ class ModSwitchTables:
 
     conv: ExactConv
     plain: PlainCorrection
-    d_inv: jax.Array
+    d_inv: HostTable = static_field()
     drop_pos: tuple = static_field()
     keep_pos: tuple = static_field()
     d_mod_t: int = static_field()
@@ -51,7 +49,7 @@ def make_mod_switch_tables(params: BGVParams, level: int) -> ModSwitchTables:
     big_d = math.prod(q[r] for r in drop)
     return ModSwitchTables(conv=make_exact_conv(q, drop, new),
                            plain=make_plain_correction(q, drop, new, params.plain_modulus),
-                           d_inv=device_u32([pow(big_d, -1, q[r]) for r in new]),
+                           d_inv=host_u32([pow(big_d, -1, q[r]) for r in new]),
                            drop_pos=tuple(rows.index(r) for r in drop), keep_pos=tuple(rows.index(r) for r in new),
                            d_mod_t=big_d % params.plain_modulus)
 
@@ -70,9 +68,9 @@ class BGVContext:
 
     ring: rns.RNSContext
     plain: PlainTables
-    keyswitch: tuple
-    mod_switch: tuple
-    to_t: tuple
+    keyswitch: tuple = tables_field()
+    mod_switch: tuple = tables_field()
+    to_t: tuple = tables_field()
     params: BGVParams = static_field()
 
     def __repr__(self) -> str:
@@ -91,9 +89,8 @@ class BGVContext:
         """The same context holding only the per-level tables (key switching, modulus switching
         from the level, decryption's conversion) of ``levels``.
 
-        Why: every array of a jitted function's arguments costs host time on each call (the full
-        cat-n15 context is 632 arrays, one level's 86), as with
-        :meth:`jax_fhe.ckks.CKKSContext.for_levels`. Using a level that was left out raises."""
+        As :meth:`jax_fhe.ckks.CKKSContext.for_levels`: using a level that was left out
+        raises."""
         keep = {int(l) for l in levels}
         for l in keep:
             self.params.check_level(l)

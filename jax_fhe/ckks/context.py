@@ -17,8 +17,7 @@ import numpy as np
 from .. import ops, rns
 from ..rlwe import keyswitch
 from ..rns.crt import ExactConv, make_exact_conv
-from ..rns.pytree import pytree_dataclass, static_field
-from ..rns.shoup import device_u32
+from ..rns.pytree import HostTable, host_u32, pytree_dataclass, static_field, tables_field
 from .params import CKKSParams
 
 
@@ -36,9 +35,9 @@ class RescaleTables:
     """
 
     conv: ExactConv
-    r_mod_d: jax.Array
-    r_dinv: jax.Array
-    d_inv: jax.Array
+    r_mod_d: HostTable = static_field()
+    r_dinv: HostTable = static_field()
+    d_inv: HostTable = static_field()
     drop_pos: tuple = static_field()
     keep_pos: tuple = static_field()
 
@@ -51,9 +50,9 @@ def make_rescale_tables(params: CKKSParams, level: int) -> RescaleTables:
     big_r = math.prod(q[r] for r in add)
     return RescaleTables(
         conv=make_exact_conv(q, drop, new),
-        r_mod_d=device_u32([big_r % q[r] for r in drop]),
-        r_dinv=device_u32([big_r * pow(big_d, -1, q[r]) % q[r] for r in new]),
-        d_inv=device_u32([pow(big_d, -1, q[r]) for r in new]),
+        r_mod_d=host_u32([big_r % q[r] for r in drop]),
+        r_dinv=host_u32([big_r * pow(big_d, -1, q[r]) % q[r] for r in new]),
+        d_inv=host_u32([pow(big_d, -1, q[r]) for r in new]),
         drop_pos=tuple(rows.index(r) for r in drop),
         keep_pos=tuple(rows.index(r) if r in rows else 0 for r in new),
     )
@@ -75,8 +74,8 @@ class CKKSContext:
 
     ring: rns.RNSContext
     imag: jax.Array
-    rescale: tuple
-    keyswitch: tuple
+    rescale: tuple = tables_field()
+    keyswitch: tuple = tables_field()
     params: CKKSParams = static_field()
 
     def __repr__(self) -> str:
@@ -93,11 +92,10 @@ class CKKSContext:
     def for_levels(self, levels) -> "CKKSContext":
         """The same context holding only the rescale and key-switching tables of ``levels``.
 
-        Why: every array of a jitted function's arguments costs host time on each call (the
-        full n16-boot context is 768 arrays: 0.19 ms per call of pure dispatch, measured on a
-        2-core CPU host, against 0.015 ms for one level's 39). A function that works at one
-        level (e.g. ``mul`` then rescale at level l) needs only level l's tables: pass
-        ``ctx.for_levels([l])``. Using a level that was left out raises."""
+        A function that works at one level (e.g. ``mul`` then rescale at level l) needs only
+        level l's tables; the cut context says so loudly when an operation needs a level it left
+        out. (The tables are :class:`jax_fhe.rns.HostTable` constants, not arguments, so a jitted
+        call no longer pays per table either way.)"""
         keep = {int(l) for l in levels}
         for l in keep:
             self.params.check_level(l)

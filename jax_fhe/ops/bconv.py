@@ -5,11 +5,12 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ..rns.bconv import BConvTable
 from ..rns.crt import MAX_TERMS, CrtQuotient, ExactConv, MixedRadixConv
-from ..rns.pytree import pytree_dataclass, static_field
+from ..rns.pytree import HostTable, host_u32, pytree_dataclass, static_field
 from ._checks import as_poly, check_canonical
 from .modarith import mul_shoup
 
@@ -94,11 +95,11 @@ class StackedCenteredConv:
     ``fix_bits`` (equal for all D).
     """
 
-    in_consts: jax.Array
-    mat: jax.Array
-    out_consts: jax.Array
-    inv_fix: jax.Array
-    src_prod: jax.Array
+    in_consts: HostTable = static_field()
+    mat: HostTable = static_field()
+    out_consts: HostTable = static_field()
+    inv_fix: HostTable = static_field()
+    src_prod: HostTable = static_field()
     digits: int = static_field()
     lin: int = static_field()
     lout: int = static_field()
@@ -120,7 +121,7 @@ def stack_centered(tables: Sequence[BConvTable], quotients: Sequence, src_prods:
         raise ValueError(f"stack_centered: at most {MAX_TERMS} source limbs, got {lin}")
     if len({q.fix_bits for q in quotients}) != 1:
         raise ValueError("stack_centered: the fixed-point quotients differ in fix_bits")
-    cat = lambda arrs: jnp.concatenate([jnp.asarray(a) for a in arrs], axis=0)  # noqa: E731
+    cat = lambda arrs: host_u32(np.concatenate([np.asarray(a) for a in arrs], axis=0))  # noqa: E731
     return StackedCenteredConv(
         in_consts=cat(t.in_consts for t in tables), mat=cat(t.mat for t in tables),
         out_consts=cat(t.out_consts for t in tables), inv_fix=cat(q.inv_fix for q in quotients),

@@ -51,7 +51,7 @@ from .. import ops
 from ..ops import take_limbs
 from ..rns.context import RNSContext
 from ..rns.crt import ExactConv, make_exact_conv
-from ..rns.pytree import pytree_dataclass, static_field
+from ..rns.pytree import HostTable, host_u32, pytree_dataclass, static_field
 from ..rns.sampling import HostRandom, as_host_random, record_uniform_seed
 from ..rns.shoup import device_u32
 from . import keyswitch, plainmod
@@ -78,7 +78,7 @@ class HybridTables:
 
     mod_up: tuple
     mod_down: ExactConv
-    p_inv: jax.Array
+    p_inv: HostTable = static_field()
     mod_up_stacked: object
     plain: object
     rows: tuple = static_field()
@@ -119,7 +119,7 @@ def make_hybrid_tables(primes: Sequence[int], rows: Sequence[int], special_rows:
         others = [r for r in ext if r not in drows]
         mod_up.append(make_exact_conv(primes, drows, others))
     return HybridTables(mod_up=tuple(mod_up), mod_down=make_exact_conv(primes, special, rows),
-                        p_inv=device_u32(_p_inverse(tuple(int(q) for q in primes), rows, special)),
+                        p_inv=host_u32(_p_inverse(tuple(int(q) for q in primes), rows, special)),
                         mod_up_stacked=_stack_mod_up(rows, digits, mod_up),
                         plain=(None if plain_modulus is None else
                                plainmod.make_plain_correction(primes, special, rows, plain_modulus)),

@@ -29,8 +29,8 @@ from .. import ops
 from ..rns.context import RNSContext
 from ..rns.crt import ExactConv, make_exact_conv
 from ..rns.primes import is_prime
-from ..rns.pytree import pytree_dataclass, static_field
-from ..rns.shoup import device_u32, shoup
+from ..rns.pytree import HostTable, host_u32, pytree_dataclass, static_field
+from ..rns.shoup import shoup
 
 
 def check_plain_modulus(t, primes: Sequence[int], what: str = "plain_modulus") -> int:
@@ -48,10 +48,10 @@ def check_plain_modulus(t, primes: Sequence[int], what: str = "plain_modulus") -
     return t
 
 
-def const_mod_t(c: int, t: int) -> jax.Array:
+def const_mod_t(c: int, t: int) -> HostTable:
     """The table of :func:`mul_const_t` for the constant c: uint32[3, 1] = (t, c mod t, Shoup)."""
     c = int(c) % int(t)
-    return device_u32([[int(t)], [c], [int(shoup([c], [int(t)])[0])]])
+    return host_u32([[int(t)], [c], [int(shoup([c], [int(t)])[0])]])
 
 
 def mul_const_t(x, table) -> jax.Array:
@@ -83,9 +83,9 @@ class PlainCorrection:
     """
 
     to_t: ExactConv
-    neg_d_inv: jax.Array
-    d_mod: jax.Array
-    moduli: jax.Array
+    neg_d_inv: HostTable = static_field()
+    d_mod: HostTable = static_field()
+    moduli: HostTable = static_field()
     t: int = static_field()
     drop_rows: tuple = static_field()
     rows: tuple = static_field()
@@ -101,8 +101,8 @@ def make_plain_correction(primes: Sequence[int], drop_rows: Sequence[int], rows:
     big_d = math.prod(primes[r] for r in drop_rows)
     return PlainCorrection(to_t=make_exact_conv(primes + (t,), drop_rows, (len(primes),)),
                            neg_d_inv=const_mod_t(-pow(big_d, -1, t), t),
-                           d_mod=device_u32([big_d % primes[r] for r in rows]),
-                           moduli=device_u32([primes[r] for r in rows]), t=t, drop_rows=drop_rows, rows=rows)
+                           d_mod=host_u32([big_d % primes[r] for r in rows]),
+                           moduli=host_u32([primes[r] for r in rows]), t=t, drop_rows=drop_rows, rows=rows)
 
 
 def correct(conv, dropped, corr: PlainCorrection, ring: RNSContext) -> jax.Array:

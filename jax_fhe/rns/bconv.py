@@ -14,11 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from .pytree import pytree_dataclass, static_field
+from .pytree import HostTable, host_u32, pytree_dataclass, static_field
 from .primes import is_prime
 from .shoup import shoup
 
@@ -39,9 +37,9 @@ class BConvTable:
     adds its quotient correction there).
     """
 
-    in_consts: jax.Array
-    mat: jax.Array
-    out_consts: jax.Array
+    in_consts: HostTable = static_field()
+    mat: HostTable = static_field()
+    out_consts: HostTable = static_field()
     src: tuple = static_field()
     dst: tuple = static_field()
     fold_every: int = static_field()
@@ -103,9 +101,9 @@ def make_bconv_table(src: Sequence[int], dst: Sequence[int]) -> BConvTable:
     in_c = np.array([src, qhat_inv, shoup(qhat_inv, src)], dtype=np.uint32)
     out_c = np.array([dst, r32, shoup(r32, dst), shoup([1] * len(dst), dst)], dtype=np.uint32)
     return BConvTable(
-        in_consts=jnp.asarray(in_c),
-        mat=jnp.asarray(np.array(mat, dtype=np.uint32).reshape(len(dst), len(src))),
-        out_consts=jnp.asarray(out_c),
+        in_consts=host_u32(in_c),
+        mat=host_u32(np.array(mat, dtype=np.uint64).reshape(len(dst), len(src))),
+        out_consts=host_u32(out_c),
         src=src,
         dst=dst,
         fold_every=fold_interval(mat, src, dst),

@@ -16,12 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import jax
 import numpy as np
 
 from .bconv import BConvTable, make_bconv_table
-from .pytree import pytree_dataclass, static_field
-from .shoup import device_u32
+from .pytree import HostTable, host_u32, pytree_dataclass, static_field
 
 MAX_TERMS = 16  # terms below 2^28 each: the sum fits in 32 bits
 
@@ -30,7 +28,7 @@ MAX_TERMS = 16  # terms below 2^28 each: the sum fits in 32 bits
 class CrtQuotient:
     """inv_fix: uint32[L] = floor(2^(32 + fix_bits) / q_l); static ``fix_bits``."""
 
-    inv_fix: jax.Array
+    inv_fix: HostTable = static_field()
     fix_bits: int = static_field()
 
 
@@ -47,7 +45,7 @@ def make_crt_quotient(primes: Sequence[int]) -> CrtQuotient:
     if not 1 <= len(primes) <= MAX_TERMS:
         raise ValueError(f"the fixed-point CRT quotient needs 1..{MAX_TERMS} primes, got {len(primes)}")
     fix = quotient_fix_bits(primes)
-    return CrtQuotient(inv_fix=device_u32([(1 << (32 + fix)) // q for q in primes]), fix_bits=fix)
+    return CrtQuotient(inv_fix=host_u32([(1 << (32 + fix)) // q for q in primes]), fix_bits=fix)
 
 
 @pytree_dataclass
@@ -61,7 +59,7 @@ class ExactConv:
     """
 
     table: BConvTable
-    src_prod: jax.Array
+    src_prod: HostTable = static_field()
     quotient: CrtQuotient
     src_rows: tuple = static_field()
     dst_rows: tuple = static_field()
@@ -72,7 +70,7 @@ def make_exact_conv(primes: Sequence[int], src_rows: Sequence[int], dst_rows: Se
     src = [int(primes[r]) for r in src_rows]
     dst = [int(primes[r]) for r in dst_rows]
     prod = math.prod(src)
-    return ExactConv(table=make_bconv_table(src, dst), src_prod=device_u32([prod % p for p in dst]),
+    return ExactConv(table=make_bconv_table(src, dst), src_prod=host_u32([prod % p for p in dst]),
                      quotient=make_crt_quotient(src), src_rows=tuple(int(r) for r in src_rows),
                      dst_rows=tuple(int(r) for r in dst_rows))
 
@@ -142,8 +140,8 @@ class MixedRadixConv:
     """
 
     chunks: tuple
-    inv: tuple
-    scale: tuple
+    inv: tuple = static_field()      # of HostTable
+    scale: tuple = static_field()    # of HostTable
     src_rows: tuple = static_field()
     dst_rows: tuple = static_field()
 
@@ -173,10 +171,10 @@ def make_mixed_radix_conv(primes: Sequence[int], src_rows: Sequence[int], dst_ro
         if later:
             ps = [int(primes[r]) for r in later]
             w = [pow(qj, -1, p) for p in ps]
-            inv.append(device_u32(np.stack([np.asarray(ps, np.uint64), np.asarray(w, np.uint64),
+            inv.append(host_u32(np.stack([np.asarray(ps, np.uint64), np.asarray(w, np.uint64),
                                             shoup(w, ps).astype(np.uint64)])))
         w = [below % p for p in dst]
-        scale.append(device_u32(np.stack([np.asarray(dst, np.uint64), np.asarray(w, np.uint64),
+        scale.append(host_u32(np.stack([np.asarray(dst, np.uint64), np.asarray(w, np.uint64),
                                           shoup(w, dst).astype(np.uint64)])))
         below *= qj
     return MixedRadixConv(chunks=tuple(chunks), inv=tuple(inv), scale=tuple(scale), src_rows=src_rows,
