@@ -14,6 +14,7 @@ benchmarks/results/bootstrap.json (the results page).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import os
@@ -27,13 +28,33 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from jax_fhe import ckks, circuits  # noqa: E402
-from jax_fhe.rns import HostRandom  # noqa: E402
+from jax_fhe.rns import HostRandom, HostTable  # noqa: E402
 import results  # noqa: E402
 from results import entry as result_entry  # noqa: E402
 
 
 def _nbytes(tree) -> int:
-    return sum(int(x.size) * x.dtype.itemsize for x in jax.tree_util.tree_leaves(tree) if hasattr(x, "dtype"))
+    """Bytes of the tree's arrays: its leaves and the host tables in its static fields."""
+    seen, total = set(), 0
+
+    def walk(x):
+        nonlocal total
+        if id(x) in seen:
+            return
+        seen.add(id(x))
+        if isinstance(x, (HostTable, jax.Array)):
+            total += int(x.nbytes)
+        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+            for f in dataclasses.fields(x):
+                walk(getattr(x, f.name))
+        elif isinstance(x, (tuple, list)):
+            for y in x:
+                walk(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                walk(y)
+    walk(tree)
+    return total
 
 
 def _median_ms(fn, args, runs: int) -> tuple:

@@ -7,8 +7,9 @@
 //
 // over the baby steps i = 0..K-1 with index[g, i] >= 0 (-1: giant step g has no diagonal for
 // baby step i). Each baby rotation x_i is read where it lies (never stacked) and each diagonal
-// once; products are summed in 64 bits and reduced every four terms (four products of residues
-// below 2^31 stay below 2^64), so the result is the canonical sum whatever the order.
+// once; products are summed in 64 bits and reduced every four terms (a reduced sum below p plus
+// four products below (p - 1)^2 stays below 2^64 for p < 2^31), so the result is the canonical
+// sum whatever the order.
 //
 // Operands (uint32, NTT domain, canonical residues):
 //   pts   [D, R, N]          the diagonals (leading axes of size 1 allowed: vmap's expand_dims)
@@ -119,7 +120,7 @@ FHE_HD uint32_t diag_sum(int64_t baby, const Reduce64& red, Load&& load) {
     uint32_t w = 0, x = 0;
     if (!load(i, &w, &x)) continue;
     if (terms == 4) {
-      acc = reduce64(acc, red);  // < p, plus four products below 2^62 each: below 2^64
+      acc = reduce64(acc, red);  // (p - 1) + 4 (p - 1)^2 < 2^64 for p < 2^31
       terms = 0;
     }
     acc += static_cast<uint64_t>(w) * x;

@@ -61,7 +61,7 @@ diagonal_sums_kernel(const uint32_t* __restrict__ pts, const __grid_constant__ D
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        if (u % 4 == 0 && (u > 0 || i0 > 0)) {  // < p, plus four products below 2^62: < 2^64
+        if (u % 4 == 0 && (u > 0 || i0 > 0)) {  // (p - 1) + 4 (p - 1)^2 < 2^64 for p < 2^31
           a0 = reduce64(a0, red);
           a1 = reduce64(a1, red);
         }

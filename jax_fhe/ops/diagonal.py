@@ -33,6 +33,10 @@ def diagonal_sums(xs: Sequence, pts, index, ctx, rows: Sequence[int] | None = No
                                             by, or -1 where giant step g has none
     ctx, rows:                              the RNS context and the table rows of the R rows
     Returns G arrays uint32[B..., 2, R, N] (canonical residues).
+
+    Under ``jax.vmap``, a baby rotation the map does not batch must have no batch axes of its
+    own (the kernel serves one entry to all or takes every entry): an error says so otherwise.
+    All G sums are returned at once (G x [B..., 2, R, N] live together).
     """
     ctx = as_context(ctx, "diagonal_sums")
     xs = list(xs)

@@ -15,9 +15,12 @@ def static_field(**kwargs):
 
 
 def tables_field(**kwargs):
-    """A dataclass field of precomputed tables (e.g. per-level conversion tables): auxiliary
-    data when the value holds no array leaves (its arrays are all :class:`HostTable`: the usual
-    case), else leaves like any other field. A context's hundreds of table nodes then cost a
+    """A dataclass field of precomputed tables (e.g. per-level conversion tables whose arrays are
+    :class:`HostTable` s inside :func:`static_field` s): auxiliary data when the value holds no
+    array leaves where the instance is built (the usual case), else leaves like any other field
+    (e.g. KLSS tables, which hold a ring's twiddles). The choice travels with the instance
+    through flatten and unflatten, so trees mapped from it (``jax.tree.map(lambda _: None, ctx)``
+    as vmap's in_axes) keep its structure. A context's hundreds of table nodes then cost a
     jitted call nothing to flatten (n16-boot: 10 us to dispatch an empty call that takes the
     context, against 203 us with the nodes traversed)."""
     return dataclasses.field(metadata={"tables": True}, **kwargs)
@@ -38,7 +41,8 @@ def pytree_dataclass(cls):
         return jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
 
     def split(obj):
-        # which tables fields are static for this instance, found once per instance
+        # which tables fields are static for this instance: found where it is built, then
+        # carried by unflatten (not recomputed from leaves a tree map may have replaced)
         static = obj.__dict__.get("_static_tables")
         if static is None:
             static = tuple(n for n in tables if not jax.tree_util.tree_leaves(getattr(obj, n)))
@@ -62,7 +66,9 @@ def pytree_dataclass(cls):
         kw = dict(zip(names, children))
         kw.update(zip(meta, meta_vals))
         kw.update(zip(static, static_vals))
-        return cls(**kw)
+        obj = cls(**kw)
+        object.__setattr__(obj, "_static_tables", static)
+        return obj
 
     jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten_func=flatten)
     return cls
@@ -83,10 +89,13 @@ class HostTable(np.ndarray):
         self._key = None
 
     def _content_key(self):
-        if self._key is None:
-            a = np.ascontiguousarray(self)
-            self._key = (a.shape, a.dtype.str, hashlib.blake2b(a.tobytes(), digest_size=16).digest())
-        return self._key
+        key = self._key
+        if key is None:
+            digest = hashlib.blake2b(np.ascontiguousarray(self).tobytes(), digest_size=16).digest()
+            key = (self.shape, self.dtype.str, digest)
+            if not self.flags.writeable:   # a writable one (a numpy result) may still change
+                self._key = key
+        return key
 
     def __hash__(self):
         return hash(self._content_key())
@@ -96,20 +105,36 @@ class HostTable(np.ndarray):
             return True
         if isinstance(other, HostTable):
             return self._content_key() == other._content_key()
+        if other is None:                 # a static field left empty elsewhere (for_levels)
+            return False
         return np.ndarray.__eq__(self, other)
 
     def __ne__(self, other):
         eq = self.__eq__(other)
+        if eq is NotImplemented:          # a jax array or tracer: its reflected comparison
+            return NotImplemented
         return (not eq) if isinstance(eq, bool) else np.logical_not(eq)
 
-    def __reduce__(self):  # pickles as a plain array, rebuilt as a table
-        return (host_u32, (np.asarray(self),))
+    def __reduce__(self):  # pickles as a plain array, rebuilt read-only
+        return (host_table, (np.asarray(self),))
+
+    def __copy__(self):
+        return self if not self.flags.writeable else host_table(self)
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+
+def host_table(values) -> HostTable:
+    """A read-only :class:`HostTable` copy of the numpy array ``values`` (its dtype kept)."""
+    base = np.array(values)
+    base.flags.writeable = False          # then no view of it can be made writable
+    t = base.view(HostTable)
+    t._content_key()
+    return t
 
 
 def host_u32(values) -> HostTable:
     """A read-only uint32 :class:`HostTable` of ``values`` (Python ints or numpy integers in
     [0, 2^32); staged through uint64 so that Python ints up to 2^32 - 1 are exact)."""
-    a = np.array(np.asarray(values, dtype=np.uint64).astype(np.uint32)).view(HostTable)
-    a.flags.writeable = False
-    a._content_key()
-    return a
+    return host_table(np.asarray(values, dtype=np.uint64).astype(np.uint32))
