@@ -5,11 +5,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .pytree import host_u32
+
 
 def device_u32(values) -> jax.Array:
     """Upload host table values (Python ints or numpy integers in [0, 2^32)) as uint32 on the
     default device. Values are staged through uint64, so Python ints up to 2^32 - 1 are exact."""
-    return jnp.asarray(np.asarray(values, dtype=np.uint64).astype(np.uint32))
+    return jnp.asarray(host_u32(values))   # the same staging as the host tables
 
 
 def shoup(w, q):
