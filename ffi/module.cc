@@ -36,6 +36,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_key_inner_product_intt"] = capsule(jax_fhe::KeyProductInttCpu);
     d["jax_fhe_tensor_product"] = capsule(jax_fhe::TensorProductCpu);
     d["jax_fhe_diagonal_sums"] = capsule(jax_fhe::DiagonalSumsCpu);
+    d["jax_fhe_graph_break"] = capsule(jax_fhe::GraphBreakCpu);
     return d;
   });
   m.def("cuda_targets", []() {
@@ -55,6 +56,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_key_inner_product_intt"] = capsule(jax_fhe::KeyProductInttCuda);
     d["jax_fhe_tensor_product"] = capsule(jax_fhe::TensorProductCuda);
     d["jax_fhe_diagonal_sums"] = capsule(jax_fhe::DiagonalSumsCuda);
+    d["jax_fhe_graph_break"] = capsule(jax_fhe::GraphBreakCuda);
 #endif
     return d;
   });

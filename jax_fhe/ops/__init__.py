@@ -12,6 +12,7 @@ from .automorphism import automorphism_coeff, automorphism_ntt, conjugation_elem
 from .bconv import (StackedCenteredConv, bconv, bconv_centered, bconv_centered_stacked, exact_conv,
                     mixed_radix_conv, rounded_quotient, stack_centered)
 from .diagonal import diagonal_sums
+from .graph import graph_break
 from .key_product import digit_key_product
 from .limbs import take_limbs, take_static
 from .modgemm import mod_matmul_planes
@@ -22,7 +23,7 @@ from .tensor import tensor_product
 __all__ = [
     "StackedCenteredConv", "add_mod", "automorphism_coeff", "automorphism_ntt", "bconv", "bconv_centered",
     "bconv_centered_stacked", "conjugation_element", "diagonal_sums", "digit_key_product", "exact_conv", "galois_element",
-    "intt", "mac_mod", "mixed_radix_conv", "mod_matmul_planes", "mul_limb_consts", "mul_mod", "mul_shoup",
+    "graph_break", "intt", "mac_mod", "mixed_radix_conv", "mod_matmul_planes", "mul_limb_consts", "mul_mod", "mul_shoup",
     "neg_mod", "ntt", "ntt_lift", "reduce_mod", "rounded_quotient", "stack_centered", "sub_mod", "take_limbs",
     "take_static", "tensor_product",
 ]
