@@ -324,11 +324,8 @@ __device__ __forceinline__ void finish_scale(uint32_t* scale, const uint32_t* tw
 // m < 128 of the same table, which `pairs` holds with its Shoup companion (staged by
 // split_stage_row_factors). Copying the tables moved 32 KB per slice per limb, mostly from HBM
 // (H100, L = 48, batch 16: copied row tables were 3-6 us slower in the split forward). The
-// companion floor(w 2^32 / q) comes from v = floor(2^64 / q) (a double division, off by at
-// most 1): floor(w v / 2^32) is within 1 of it for w < 2^30, and the remainder w 2^32 - ws q
-// (mod 2^32; negative as int32, or at least q, when ws is 1 too large or too small, for
-// q < 2^30) corrects it. Called, not inlined: inlined, its cold code moved the hot loop's
-// schedule and gained nothing.
+// companions: Companions (ntt_device.cuh). Called, not inlined: inlined, its cold code moved the
+// hot loop's schedule and gained nothing.
 __device__ __noinline__ void compute_tw_row(uint32_t* dst, const uint32_t* pairs, const uint32_t* bases,
                                             uint32_t q, int tid) {
   using G = Cluster;
@@ -338,16 +335,12 @@ __device__ __noinline__ void compute_tw_row(uint32_t* dst, const uint32_t* pairs
   int st, m;
   tw_row_stage_group(p, st, m);
   const uint2 a = *reinterpret_cast<const uint2*>(pairs + 2 * m);  // psi^brev16(m), companion
-  const uint64_t v = static_cast<uint64_t>(18446744073709551616.0 / static_cast<double>(q));
-  const uint32_t v_lo = static_cast<uint32_t>(v), v_hi = static_cast<uint32_t>(v >> 32);
+  const Companions companion(q);
 #pragma unroll
   for (int k = 0; k < G::kSlice / kRowStep; ++k) {
     const int rho = rho0 + k * kRowStep;
     const uint32_t w = mul_shoup(bases[8 * rho + st], a.x, a.y, q);
-    uint32_t ws = __umulhi(w, v_lo) + w * v_hi;  // floor(w 2^32 / q) - 1, + 0 or + 1
-    const uint32_t r = 0u - ws * q;              // w 2^32 - ws q mod 2^32
-    if (r >= q) ws += static_cast<int32_t>(r) < 0 ? -1 : 1;
-    *reinterpret_cast<uint2*>(dst + rho * kTwRowWords + 2 * p) = make_uint2(w, ws);
+    *reinterpret_cast<uint2*>(dst + rho * kTwRowWords + 2 * p) = make_uint2(w, companion(w));
   }
 }
 

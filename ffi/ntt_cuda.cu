@@ -70,10 +70,15 @@ template <int K2, int P, bool INVERSE, bool LAZY, int MINB>
 __global__ void __launch_bounds__(RowsGeometry<K2>::threads, MINB)
     ntt_rows_kernel(const uint32_t* src, uint32_t* dst,  // may alias (in place)
                     Tables t) {
-  __shared__ uint32_t smem[RowsGeometry<K2>::template smem_words<P>];
+  using G = RowsGeometry<K2>;
+  // the rows' twiddles computed, not read (tuning.h), at N = 2^15 and 2^16
+  constexpr bool kComputedTw = K2 == 8 && ntt_rows_computed_twiddles(P, INVERSE);
+  __shared__ uint32_t smem[G::template smem_words<P>];
+  __shared__ uint2 tw_rows[kComputedTw ? G::rows_per_block * G::n2 : 1];
   allow_dependents();
   wait_for_producer();
-  rows_tile<K2, P, INVERSE, LAZY, false>(src, dst, t, blockIdx.x, t.group_of(blockIdx.y), smem);
+  rows_tile<K2, P, INVERSE, LAZY, false, kComputedTw>(src, dst, t, blockIdx.x, t.group_of(blockIdx.y), smem,
+                                                      PlainStore{}, GlobalLoad<false>{}, tw_rows);
 }
 
 // The forward rows phase over gathered row groups (RowGroups): each block transforms the limbs

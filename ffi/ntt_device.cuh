@@ -72,6 +72,53 @@ __device__ __forceinline__ uint32_t register_two_q(uint32_t q) {
   return two_q;
 }
 
+// Shoup companions floor(w 2^32 / q) of run-time values w < q modulo one q < 2^31, without a
+// division each: v = floor(2^64 / q) once (a double division, off by at most 1), then
+// ws = floor(w v / 2^32) is within 1 of the companion, and the sign and size of the remainder
+// w 2^32 - ws q (in (-q, 2q)) say which way to correct it.
+struct Companions {
+  uint32_t q, v_lo, v_hi;
+  __device__ __forceinline__ explicit Companions(uint32_t q_) : q(q_) {
+    const uint64_t v = static_cast<uint64_t>(18446744073709551616.0 / static_cast<double>(q_));
+    v_lo = static_cast<uint32_t>(v), v_hi = static_cast<uint32_t>(v >> 32);
+  }
+  __device__ __forceinline__ uint32_t operator()(uint32_t w) const {
+    uint32_t ws = __umulhi(w, v_lo) + w * v_hi;
+    const uint32_t lo = ws * q, hi = __umulhi(ws, q);
+    if (hi > w || (hi == w && lo != 0)) ws -= 1;  // ws q > w 2^32
+    else if (0u - lo >= q) ws += 1;               // the remainder (below 2^32) is q or more
+    return ws;
+  }
+};
+
+// The twiddles of one row of a rows phase (K2 stages over rows of 2^K2, table row W = n1 + row),
+// computed by the row's warp into dst[1 .. 2^K2) as (w, w') pairs at heap index 2^sigma + g
+// (local stage sigma, group g), the columns phase's indexing, instead of read from the N-word
+// tables (as many bytes as the row's data: the phase then moved half again as much). With psi
+// the table's root and g < 2^sigma, the bit fields of (W << sigma) + g are disjoint, so
+//   psi^brev((W << sigma) + g) = psi^brev(W << sigma) * psi^brev(g):
+// the stage's group-0 twiddle (K2 words per row) times table entry g < 2^(K2-1) (shared by all
+// rows, from L1/L2). K2 >= 5.
+template <int K2>
+__device__ __forceinline__ void compute_row_twiddles(uint2* dst, const uint32_t* __restrict__ tw,
+                                                     const uint32_t* __restrict__ tws, uint32_t W,
+                                                     uint32_t q, int lane) {
+  static_assert(K2 >= 5 && K2 <= 8, "one base per lane, 32 lanes per row");
+  const uint32_t base = lane < K2 ? __ldg(tw + (W << lane)) : 0u;
+  const Companions companion(q);
+#pragma unroll
+  for (int k = 0; k < (1 << K2) / 32; ++k) {
+    const int p = lane + 32 * k;
+    const int sigma = 31 - __clz(p | 1);
+    const int g = p - (1 << sigma);
+    const uint32_t b = __shfl_sync(0xffffffffu, base, sigma);
+    if (p == 0) continue;  // (heap slot 0 is unused)
+    const uint32_t w = mul_shoup(b, __ldg(tw + g), __ldg(tws + g), q);
+    dst[p] = make_uint2(w, companion(w));
+  }
+  __syncwarp();
+}
+
 // Geometry of one round: local stages [sig_lo, sig_lo + rho) of a size-2^K sub-transform whose
 // threads hold 2^LOGR elements each. The thread owns G = 2^LOGR >> rho units of 2^rho elements;
 // unit v's elements sit at u = base(v) + e * tau, tau = 2^K >> (sig_lo + rho).
@@ -106,7 +153,9 @@ __device__ __forceinline__ Round<LOGR, K> inverse_round(int rd) {
 // One round of butterflies on the thread's registers. For unit v (high = v / tau) at local
 // stage sigma = sig_lo + d, the group index u >> (K - sigma) equals (high << d) + (e >> (rho - d)),
 // so each distinct twiddle is loaded once per unit.
-template <int LOGR, int K, int P, bool INVERSE, bool LAZY>
+// SMEM_TW: tw holds the sub-transform's (w, w') pairs in shared memory at heap index
+// (W << sigma) + group (compute_row_twiddles, W = 1); tws is unused.
+template <int LOGR, int K, int P, bool INVERSE, bool LAZY, bool SMEM_TW = false>
 __device__ __forceinline__ void compute_round(uint32_t (&x)[P][1 << LOGR], const Round<LOGR, K>& rd,
                                               int tt, uint32_t W, const uint32_t* __restrict__ tw,
                                               const uint32_t* __restrict__ tws, uint32_t q) {
@@ -130,7 +179,13 @@ __device__ __forceinline__ void compute_round(uint32_t (&x)[P][1 << LOGR], const
 #pragma unroll
       for (int j = 0; j < kR / 2; ++j) {
         if (j >= (1 << d)) break;
-        const uint32_t w = __ldg(tw + tw0 + j), ws = __ldg(tws + tw0 + j);
+        uint32_t w, ws;
+        if constexpr (SMEM_TW) {
+          const uint2 v = reinterpret_cast<const uint2*>(tw)[tw0 + j];
+          w = v.x, ws = v.y;
+        } else {
+          w = __ldg(tw + tw0 + j), ws = __ldg(tws + tw0 + j);
+        }
 #pragma unroll
         for (int ee = 0; ee < kR; ++ee) {
           if (ee >= (1 << (rd.rho - d))) break;
@@ -160,8 +215,9 @@ __device__ __forceinline__ void compute_round(uint32_t (&x)[P][1 << LOGR], const
 // The loads and stores also get the element's index i in the thread's registers (the first of
 // four for LoadG4/StoreG4): a fused producer or consumer keeps per-element values in registers
 // under that index.
-template <int LOGR, int K, int P, bool INVERSE, bool LAZY, bool CONTIG, typename LoadG,
-          typename StoreG, typename Smem, typename LoadG4, typename StoreG4, typename AfterLoad>
+template <int LOGR, int K, int P, bool INVERSE, bool LAZY, bool CONTIG, bool SMEM_TW = false,
+          typename LoadG, typename StoreG, typename Smem, typename LoadG4, typename StoreG4,
+          typename AfterLoad>
 __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* tw,
                                            const uint32_t* tws, uint32_t q, uint32_t* smem,
                                            LoadG load_g, StoreG store_g, Smem sidx,
@@ -197,7 +253,7 @@ __device__ __forceinline__ void run_rounds(int tt, uint32_t W, const uint32_t* t
 #pragma unroll
   for (int rd = 0; rd < kRounds; ++rd) {
     const Round<LOGR, K> cur = round_at(rd);
-    compute_round<LOGR, K, P, INVERSE, LAZY>(x, cur, tt, W, tw, tws, q);
+    compute_round<LOGR, K, P, INVERSE, LAZY, SMEM_TW>(x, cur, tt, W, tw, tws, q);
     const int span = 1 << cur.rho;
     if (rd + 1 < kRounds) {
 #pragma unroll
@@ -399,12 +455,16 @@ struct GatheredMembers {
   __device__ __forceinline__ int64_t offset(int p) const { return off[p]; }
 };
 
-// The rows tile of the polynomials `m` (UniformMembers or GatheredMembers<P>).
-template <int K2, int P, bool INVERSE, bool LAZY, bool COHERENT, typename Members,
-          typename Out = PlainStore, typename In = GlobalLoad<COHERENT>>
+// The rows tile of the polynomials `m` (UniformMembers or GatheredMembers<P>). SMEM_TW: the
+// rows' twiddles are computed into tw_smem (rows_per_block x 2^K2 pairs; compute_row_twiddles,
+// K2 = 8 so that a row is one warp) instead of read from the tables.
+template <int K2, int P, bool INVERSE, bool LAZY, bool COHERENT, bool SMEM_TW = false,
+          typename Members, typename Out = PlainStore, typename In = GlobalLoad<COHERENT>>
 __device__ __forceinline__ void rows_tile_of(const uint32_t* src, uint32_t* dst,  // may alias
                                              const Tables& t, int tile, const Members& m,
-                                             uint32_t* smem, Out out = {}, In in = {}) {
+                                             uint32_t* smem, Out out = {}, In in = {},
+                                             uint2* tw_smem = nullptr) {
+  static_assert(!SMEM_TW || K2 == 8, "computed row twiddles: one warp per row");
   using G = RowsGeometry<K2>;
   const int n1 = (1 << t.log_n) >> K2;
   const int row_tab = t.rows[m.limb];
@@ -434,9 +494,11 @@ __device__ __forceinline__ void rows_tile_of(const uint32_t* src, uint32_t* dst,
     if (LAZY && !INVERSE) v = csub(csub(v, 2 * q), q);
     return v;
   };
+  uint2* row_tw = SMEM_TW ? tw_smem + r * G::n2 : nullptr;
   in.prepare([&](int i) { return position(first, i); });
-  run_rounds<3, K2, P, INVERSE, LAZY, true>(
-      tt, static_cast<uint32_t>(n1 + mrow), tw, tws, q, sm,
+  run_rounds<3, K2, P, INVERSE, LAZY, true, SMEM_TW>(
+      tt, SMEM_TW ? 1u : static_cast<uint32_t>(n1 + mrow),
+      SMEM_TW ? reinterpret_cast<const uint32_t*>(row_tw) : tw, tws, q, sm,
       [&](int p, int u, int i) { return in.load1(p, i, s + m.offset(p) + u); },
       [&](int p, int u, uint32_t v, int i) {
         const uint32_t w[1] = {finish(v)};
@@ -448,17 +510,21 @@ __device__ __forceinline__ void rows_tile_of(const uint32_t* src, uint32_t* dst,
         const uint32_t w[4] = {finish(v.x), finish(v.y), finish(v.z), finish(v.w)};
         out(p, i, row_pos + u, d + m.offset(p) + u, w);
       },
-      [&] { out.prepare([&](int i) { return position(last, i); }); });
+      [&] {
+        if constexpr (SMEM_TW) compute_row_twiddles<K2>(row_tw, tw, tws, n1 + mrow, q, tt);
+        out.prepare([&](int i) { return position(last, i); });
+      });
 }
 
 // The rows tile of polynomial group `group` as Tables lays the groups out.
-template <int K2, int P, bool INVERSE, bool LAZY, bool COHERENT, typename Out = PlainStore,
-          typename In = GlobalLoad<COHERENT>>
+template <int K2, int P, bool INVERSE, bool LAZY, bool COHERENT, bool SMEM_TW = false,
+          typename Out = PlainStore, typename In = GlobalLoad<COHERENT>>
 __device__ __forceinline__ void rows_tile(const uint32_t* src, uint32_t* dst,  // may alias
                                           const Tables& t, int tile, unsigned group,
-                                          uint32_t* smem, Out out = {}, In in = {}) {
-  rows_tile_of<K2, P, INVERSE, LAZY, COHERENT>(src, dst, t, tile, UniformMembers::at<P>(t, group),
-                                               smem, out, in);
+                                          uint32_t* smem, Out out = {}, In in = {},
+                                          uint2* tw_smem = nullptr) {
+  rows_tile_of<K2, P, INVERSE, LAZY, COHERENT, SMEM_TW>(src, dst, t, tile, UniformMembers::at<P>(t, group),
+                                                        smem, out, in, tw_smem);
 }
 
 

@@ -62,6 +62,27 @@ def test_intt_matches_definition(log_n, device, put, rng):
             assert int(x[t, i]) == ref.intt_coeff(e, i, q, psi), (t, i)
 
 
+@pytest.mark.parametrize("log_n", [15, 16])
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("primes", ["30bit", "30+31bit"])
+def test_rows_phase_both_directions(log_n, batch, primes, device, put, rng):
+    # one or two polynomials per prime, lazy and canonical butterflies: the GPU's rows phase
+    # computes its twiddles (ntt_device.cuh, compute_row_twiddles) instead of reading them
+    n = 1 << log_n
+    ps = PRIME_SETS[primes](n)
+    ctx = put(rns.make_context(ps, n))
+    x = random_residues(rng, ps, n, batch=(batch,))
+    y = np.asarray(ops.ntt(put(jnp.asarray(x)), ctx))
+    z = np.asarray(ops.intt(put(jnp.asarray(x)), ctx))
+    b = batch - 1
+    for t, q in enumerate(ps):
+        psi = _psi(ctx, t)
+        coeffs, evals = x[b, t].tolist(), x[b, t].tolist()
+        for k in _slots(rng, n, count=4):
+            assert int(y[b, t, k]) == ref.ntt_slot(coeffs, k, q, psi), (t, k)
+            assert int(z[b, t, k]) == ref.intt_coeff(evals, k, q, psi), (t, k)
+
+
 @pytest.mark.parametrize("log_n", LOG_NS)
 @pytest.mark.parametrize("primes", PRIME_SETS)
 def test_round_trip_is_identity(log_n, primes, device, put, rng):

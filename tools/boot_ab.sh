@@ -19,6 +19,6 @@ for round in $(seq ${AB_ROUNDS:-2}); do
     trace=""; [ -n "${AB_TRACE:-}" ] && trace="--trace /tmp/ab_trace_$side$round"
     PYTHONPATH=$path timeout ${AB_BENCH_TIMEOUT:-150} python3 benchmarks/bench_bootstrap.py --runs 10 \
       --precision-runs 3 --no-stages --out "$OUT/ab_${side}${round}.json" $trace ${AB_ARGS:-} 2>&1 \
-      | grep -E "^bootstrap|^precision|GPU kernels|diagonal_sums" | sed "s/^/$side$round: /" | tee -a "$OUT/ab.log"
+      | grep -E "^bootstrap|^precision|GPU kernels|${AB_GREP:-diagonal_sums}" | sed "s/^/$side$round: /" | tee -a "$OUT/ab.log"
   done
 done
