@@ -6,6 +6,7 @@ buffers (CUDA graphs).
 
     python benchmarks/bench_bootstrap.py                      # n16-boot, full slots (GPU)
     python benchmarks/bench_bootstrap.py --slots 16384 --runs 10
+    python benchmarks/bench_bootstrap.py --chain 100          # + 100 bootstraps fed back: drift, memory
     python benchmarks/bench_bootstrap.py --quick              # INSECURE toy-boot-n12 (checks the script)
 
 Prints a table; ``--out FILE`` writes JSON; ``--results`` merges the rows into
@@ -69,6 +70,56 @@ def _median_ms(fn, args, runs: int) -> tuple:
     return statistics.median(times), min(times), max(times)
 
 
+def _bytes_in_use():
+    stats = jax.devices()[0].memory_stats() or {}
+    return stats.get("bytes_in_use")
+
+
+def _chain(ctx, boot, bk, keys, k: int) -> dict:
+    """k bootstraps in a row of unit-modulus messages: each output is multiplied by an encryption
+    of other unit-modulus values (relinearized, rescaled) and brought down to level 0 for the
+    next. Each bootstrap's own error is its output against the decryption of its input (what it
+    adds, not what the multiplications between add); the device memory in use is read after
+    each round, with the round before freed. The rounds' inputs share one scale (the level-0
+    landing of level_down), a little off the fresh encryptions', so the bootstrap compiles once
+    more for them (the median time is over the rounds)."""
+    boot_fn = jax.jit(circuits.bootstrap)
+    n = boot.slots
+    g = np.random.default_rng(5)
+    unit = lambda: np.exp(2j * np.pi * g.uniform(0, 1, n))  # noqa: E731
+    w = ckks.encrypt(ckks.encode(unit(), ctx, level=boot.output_level), ctx, keys.public,
+                     HostRandom.insecure_deterministic(11))
+    cur = ckks.encrypt(ckks.encode(unit(), ctx, level=0), ctx, keys.public, HostRandom.insecure_deterministic(12))
+    step = jax.jit(lambda c, w, ctx, evk: ckks.level_down(ckks.mul(c, w, ctx, evk), ctx, 0,
+                                                          scale=ctx.params.default_scale(0)))
+    dec = lambda c: ckks.decode(ckks.decrypt(c, ctx, keys.secret), ctx)  # noqa: E731
+    errs, mem, times = [], [], []
+    for i in range(k):
+        before = dec(cur)
+        t = time.perf_counter()
+        out = jax.block_until_ready(boot_fn(cur, ctx, boot, bk))
+        times.append((time.perf_counter() - t) * 1e3)
+        errs.append(float(np.log2(np.abs(dec(out) - before).max())))
+        cur = step(out, w, ctx, bk.evk)
+        del out
+        jax.block_until_ready(cur)
+        mem.append(_bytes_in_use())
+        if (i + 1) % 10 == 0 or i + 1 == k:
+            print(f"  chain: {i + 1}/{k} bootstraps, log2 error this one {errs[-1]:.2f}, worst {max(errs):.2f}"
+                  + (f", device memory {mem[-1] / 2**30:.3f} GiB" if mem[-1] is not None else ""), flush=True)
+    med = statistics.median(times)
+    drift = max(errs) - errs[0]
+    growth = (mem[-1] - mem[0]) if mem[0] is not None else None
+    summary = (f"{k} bootstraps fed back (each output times an encryption of unit-modulus values, then "
+               f"to level 0): each one's own error log2 {errs[0]:.2f} first, {max(errs):.2f} worst "
+               f"({drift:+.2f} bits), median {med:.2f} ms a bootstrap"
+               + (f"; device memory in use {mem[0] / 2**30:.3f} GiB after the first round, "
+                  f"{mem[-1] / 2**30:.3f} GiB after the last" if growth is not None else ""))
+    print("chain: " + summary)
+    return {"bootstraps": k, "log2_errors": errs, "bytes_in_use": mem, "median_ms": med,
+            "drift_bits": drift, "memory_growth_bytes": growth, "summary": summary}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="n16-boot", help="CKKS preset (default n16-boot)")
@@ -79,6 +130,10 @@ def main() -> None:
     ap.add_argument("--no-stages", action="store_true", help="skip the per-stage split")
     ap.add_argument("--trace", default=None, metavar="DIR",
                     help="trace one bootstrap (jax.profiler) and print its GPU kernels: span, busy time, top kernels")
+    ap.add_argument("--chain", type=int, default=0, metavar="K",
+                    help="also run K bootstraps in a row, each output multiplied by a ciphertext and "
+                         "brought down to level 0 before the next: each bootstrap's own error and the "
+                         "device memory in use after each")
     ap.add_argument("--quick", action="store_true", help="INSECURE toy-boot-n12, few runs")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     results.add_argument(ap, "bootstrap")
@@ -147,6 +202,8 @@ def main() -> None:
         print("stages (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items())
               + f" (sum {sum(stages.values()):.2f})")
 
+    chain = _chain(ctx, boot, bk, keys, args.chain) if args.chain else None
+
     batched = None
     if args.batch:
         zs = g.uniform(-1, 1, (args.batch, n))
@@ -158,7 +215,7 @@ def main() -> None:
 
     row = dict(preset=args.preset, slots=n, device=dev.device_kind, median_ms=med, min_ms=lo, max_ms=hi,
                compile_s=compile_s, command_buffers=cmd_buffers, log2_max_error=max(errs),
-               output_level=out.level, stages_ms=stages, memory=mem, batched=batched)
+               output_level=out.level, stages_ms=stages, memory=mem, batched=batched, chain=chain)
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(row, fh, indent=2)
@@ -169,7 +226,14 @@ def main() -> None:
                          notes=(f"log2 max error {max(errs):.1f} over {len(errs)}; stages "
                                 + ", ".join(f"{k} {v:.2f}" for k, v in stages.items())
                                 + f"; compile {compile_s:.0f} s; keys {mem['keys_gib']:.1f} GiB"))
-        results.merge(args.results, "bootstrap", [e])
+        rows = [e]
+        if chain:
+            rows.append(result_entry(
+                f"bootstrap/{args.preset}/slots={n}/chain={chain['bootstraps']}",
+                f"{chain['bootstraps']} bootstraps in a row", f"{args.preset}, {n} slots, each output times a "
+                "ciphertext, then down to level 0", dev.device_kind, unit="ms", time=round(chain["median_ms"], 2),
+                clock="wall", notes=chain["summary"]))
+        results.merge(args.results, "bootstrap", rows)
         print("merged into", args.results)
 
 
