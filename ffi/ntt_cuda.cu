@@ -14,7 +14,9 @@
 //
 // Twiddles: stage s pairs (j, j + N/2^(s+1)) with tw[2^s + (j >> (logN - s))]. For a
 // sub-transform of size 2^K at local stage sigma this is tw[(W << sigma) + (u >> (K - sigma))]
-// where u is the local index and W = 1 for a column, W = n1 + row for a row.
+// where u is the local index and W = 1 for a column, W = n1 + row for a row. Where few
+// polynomials share a prime (tuning.h: ntt_rows_computed_twiddles) the rows phase computes each
+// row's twiddles into shared memory instead (compute_row_twiddles in ntt_device.cuh).
 //
 // Lazy mode (every prime of the call below 2^30): Harvey butterflies keep values in [0, 4q)
 // (forward) or [0, 2q) (inverse), which removes most conditional subtractions; outputs are

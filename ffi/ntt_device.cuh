@@ -98,12 +98,12 @@ struct Companions {
 // the table's root and g < 2^sigma, the bit fields of (W << sigma) + g are disjoint, so
 //   psi^brev((W << sigma) + g) = psi^brev(W << sigma) * psi^brev(g):
 // the stage's group-0 twiddle (K2 words per row) times table entry g < 2^(K2-1) (shared by all
-// rows, from L1/L2). K2 >= 5.
+// rows, from L1/L2). K2 = 8: a row is one warp (32 threads of 8 elements).
 template <int K2>
 __device__ __forceinline__ void compute_row_twiddles(uint2* dst, const uint32_t* __restrict__ tw,
                                                      const uint32_t* __restrict__ tws, uint32_t W,
                                                      uint32_t q, int lane) {
-  static_assert(K2 >= 5 && K2 <= 8, "one base per lane, 32 lanes per row");
+  static_assert(K2 == 8, "a row is one warp, one base per lane");
   const uint32_t base = lane < K2 ? __ldg(tw + (W << lane)) : 0u;
   const Companions companion(q);
 #pragma unroll

@@ -34,9 +34,11 @@ constexpr int ntt_min_blocks(bool columns, int p, bool inverse, bool gathered = 
   return columns ? 3 : 2;
 }
 
-// Whether the N = 2^16 rows phase computes its rows' twiddles (compute_row_twiddles) instead of
-// reading the N-word tables, by polynomials per thread and direction (P = 4 keeps the tables:
-// its 48 KB of static shared memory are full, and a twiddle serves four polynomials). H200,
+// Whether the rows phase at N = 2^15, 2^16 (rows of 256) computes its rows' twiddles
+// (compute_row_twiddles) instead of reading the N-word tables, by polynomials per thread and
+// direction (the plain rows kernel only; the fused key product's keeps the tables). P = 4 keeps
+// them: a twiddle serves four polynomials, and its 33 KB tile plus 16 KB of twiddles would pass
+// the 48 KB of static shared memory. H200,
 // full-slot n16-boot bootstrap, kernel totals in two interleaved rounds: P = 2 forward 1,207-1,210
 // against 1,396-1,400 us, P = 1 inverse 647 against 664-666 us; P = 1 forward 2,233-2,234 against
 // 2,213-2,215 us (kept on the tables).

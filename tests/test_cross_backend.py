@@ -67,13 +67,16 @@ def test_batched_ntt_and_bconv_cpu_equals_gpu(width, batch, devices, rng):
 
 
 @pytest.mark.parametrize("log_n, batch, bits", [(12, 2, 30), (12, 4, 30), (14, 8, 30), (15, 8, 30),
-                                                 (16, 8, 30), (16, 4, 31), (16, 24, 30), (16, 20, 30)])
+                                                 (16, 8, 30), (16, 4, 31), (16, 24, 30), (16, 20, 30),
+                                                 (15, 1, 30), (15, 2, 31), (16, 1, 30), (16, 2, 30),
+                                                 (16, 1, 31), (16, 2, 31)])
 def test_ntt_paths_cpu_equals_gpu(log_n, batch, bits, devices, rng):
     """Every GPU NTT path the library selects, on 7 limbs, gives the CPU's bits (forward, and the
     inverse of its result, which must be the input):
     - N = 2^12: the one-block kernel (the forward at 1, the inverse at 2 polynomials per thread);
     - N = 2^14, 2^15, and 2^16 below 128 polynomials (56) or with a prime of 2^30 or more: the two
-      phases, at 4 polynomials per thread (batch 8, 4);
+      phases, at 4 polynomials per thread (batch 8, 4), and at 1 and 2 (batch 1, 2: the rows
+      phase computes its twiddles at P = 2 and in the inverse at P = 1, lazy and canonical);
     - N = 2^16 from 128 polynomials with primes below 2^30 (168 and 140), on sm_90: the cluster
       kernel, its last polynomials run beside it by the streamed kernel (the tail, here starting
       inside a limb: batch 24 and 20 are multiples of 4); elsewhere the two phases.
