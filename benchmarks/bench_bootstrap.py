@@ -173,12 +173,15 @@ def main() -> None:
     cmd_buffers = "command_buffer" in hlo
     med, lo, hi = _median_ms(compiled, (ct, ctx, boot, bk), args.runs)
     print(f"bootstrap: median {med:.2f} ms (min {lo:.2f}, max {hi:.2f}) over {args.runs}; first compile "
-          f"{compile_s:.1f} s; command buffers in the compiled HLO: {cmd_buffers}")
+          f"{compile_s:.1f} s; command_buffer ops in the compiled HLO: {cmd_buffers} (XLA's GPU runtime forms "
+          "its command buffers when it runs the program: --trace counts the CUDA graph launches)")
 
+    graph_launches = None
     if args.trace:
         from gpu_trace import print_kernel_summary, save_events, trace_kernels
         totals = trace_kernels(compiled, (ct, ctx, boot, bk), args.trace)
         print_kernel_summary("one bootstrap", totals, top=25)
+        graph_launches = getattr(totals, "graph_launches", None)
         save_events(totals, f"{args.trace}/kernels.json.gz")
         with gzip.open(f"{args.trace}/bootstrap_hlo.txt.gz", "wt") as fh:
             fh.write(hlo)  # the compiled program: which XLA fusions the kernels above are
@@ -214,7 +217,8 @@ def main() -> None:
         print(f"batch {args.batch}: {bmed:.2f} ms ({bmed / args.batch:.2f} ms per ciphertext)")
 
     row = dict(preset=args.preset, slots=n, device=dev.device_kind, median_ms=med, min_ms=lo, max_ms=hi,
-               compile_s=compile_s, command_buffers=cmd_buffers, log2_max_error=max(errs),
+               compile_s=compile_s, command_buffers=cmd_buffers, graph_launches=graph_launches,
+               log2_max_error=max(errs),
                output_level=out.level, stages_ms=stages, memory=mem, batched=batched, chain=chain)
     if args.out:
         with open(args.out, "w") as fh:
@@ -225,7 +229,9 @@ def main() -> None:
                          time=round(med, 2), clock="wall", batched=batched,
                          notes=(f"log2 max error {max(errs):.1f} over {len(errs)}; stages "
                                 + ", ".join(f"{k} {v:.2f}" for k, v in stages.items())
-                                + f"; compile {compile_s:.0f} s; keys {mem['keys_gib']:.1f} GiB"))
+                                + f"; compile {compile_s:.0f} s; keys {mem['keys_gib']:.1f} GiB"
+                                + (f"; {graph_launches} CUDA graph launches in a traced call"
+                                   if graph_launches is not None else "")))
         rows = [e]
         if chain:
             rows.append(result_entry(

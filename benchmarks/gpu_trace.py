@@ -18,6 +18,7 @@ class KernelTotals(dict):
     span = 0.0
     busy = 0.0
     events = ()  # (name, start us, duration us) of every kernel, in start order
+    graph_launches = 0  # host calls of cuGraphLaunch (XLA's command buffers run as CUDA graphs)
 
 
 def save_events(totals, path):
@@ -50,6 +51,8 @@ def trace_kernels(f, args, path):
     gpu_pids = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
                 and any(k in str(e.get("args", {}).get("name", "")) for k in ("GPU", "gpu", "/device"))}
     totals, intervals, names = KernelTotals(), [], []
+    totals.graph_launches = sum(1 for e in events if e.get("ph") == "X" and e.get("pid") not in gpu_pids
+                                and "GraphLaunch" in str(e.get("name", "")))
     for e in events:
         if e.get("ph") == "X" and e.get("pid") in gpu_pids:
             t, c = totals.get(e["name"], (0.0, 0))
@@ -67,6 +70,7 @@ def trace_kernels(f, args, path):
 def print_kernel_summary(title, totals, top=18):
     total = sum(t for t, _ in totals.values())
     print(f"-- GPU kernels, {title}: {total / 1e3:.2f} ms in {sum(c for _, c in totals.values())} events"
-          + (f"; span {totals.span:.1f} us, busy {totals.busy:.1f} us" if getattr(totals, "span", 0) else ""))
+          + (f"; span {totals.span:.1f} us, busy {totals.busy:.1f} us" if getattr(totals, "span", 0) else "")
+          + f"; CUDA graph launches {getattr(totals, 'graph_launches', 0)}")
     for name, (t, c) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:top]:
         print(f"   {t:9.1f} us {c:6d}x  {name[:110]}")
