@@ -52,7 +52,7 @@ def trace_kernels(f, args, path):
                 and any(k in str(e.get("args", {}).get("name", "")) for k in ("GPU", "gpu", "/device"))}
     totals, intervals, names = KernelTotals(), [], []
     totals.graph_launches = sum(1 for e in events if e.get("ph") == "X" and e.get("pid") not in gpu_pids
-                                and "GraphLaunch" in str(e.get("name", "")))
+                                and str(e.get("name", "")).startswith("cuGraphLaunch"))
     for e in events:
         if e.get("ph") == "X" and e.get("pid") in gpu_pids:
             t, c = totals.get(e["name"], (0.0, 0))

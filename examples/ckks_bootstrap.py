@@ -46,7 +46,7 @@ def main():
     def report(what, c):
         got = ckks.decode(ckks.decrypt(c, ctx, keys.secret), ctx)
         err = np.abs(got - want).max()
-        print(f"  {what:<28s} level {c.level:2d}   log2 max error {np.log2(err):7.2f}")
+        print(f"  {what:<36s} level {c.level:2d}   log2 max error {np.log2(err):7.2f}")
         return err
 
     report("fresh encryption", ct)
@@ -59,12 +59,15 @@ def main():
         t = time.perf_counter()
         ct = jax.block_until_ready(bootstrap(ct, ctx, boot, bk))
         dt = time.perf_counter() - t
-        worst = max(worst, report(f"bootstrap {r + 1} ({dt * 1e3:.0f} ms)", ct))
+        # the first two bootstraps compile (the second's input lands on level 0 by another route,
+        # so its static scale differs); bench_bootstrap.py times the bootstrap alone
+        label = f"bootstrap {r + 1} ({dt * 1e3:.0f} ms{', compiling' if r < 2 else ''})"
+        worst = max(worst, report(label, ct))
     ct = mul(ct, w_ct, ctx, bk.evk)
     want = want * w
     worst = max(worst, report("x w^k after the last", ct))
-    # the first bootstrap's time includes its compilation; bench_bootstrap.py times it alone
-    ok = np.log2(worst) < -15
+    # each bootstrap adds about 2^-20 (the multiplications by |w| = 1 do not amplify it)
+    ok = np.log2(worst) < -15 + np.log2(max(1, args.rounds))
     print(f"worst log2 error over all steps {np.log2(worst):.2f}: {'OK' if ok else 'MISMATCH'}")
     raise SystemExit(0 if ok else 1)
 

@@ -15,11 +15,14 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
 WORK=$PWD/.ccbuild
 case "${1:-}" in
-  build)
-    rm -rf "$WORK" && mkdir -p "$WORK"
-    git clone -q -b main .cc/main.bundle "$WORK/jax_fhe" || exit 2
+  build)  # again after a cut build: the clone and its build folder stay (FRESH=1 starts over)
+    unset PYTHONPATH
+    [ -n "${FRESH:-}" ] && rm -rf "$WORK"
+    if [ ! -d "$WORK/jax_fhe" ]; then
+      mkdir -p "$WORK" && git clone -q -b main .cc/main.bundle "$WORK/jax_fhe" || exit 2
+      python3 -m venv --system-site-packages "$WORK/env" || exit 2
+    fi
     git -C "$WORK/jax_fhe" log --oneline -1 | tee "$OUT/clone.log"
-    python3 -m venv --system-site-packages "$WORK/env" || exit 2
     . "$WORK/env/bin/activate"
     cd "$WORK/jax_fhe"
     t=$(date +%s)
@@ -27,16 +30,21 @@ case "${1:-}" in
     rc=$?
     echo "pip install rc=$rc in $(( $(date +%s) - t )) s" | tee -a "$OUT/clone.log"
     tail -5 "$OUT/install.log"
-    (cd "$WORK" && python3 -c "import jax_fhe; print('installed', jax_fhe.__file__, 'cuda kernels:', jax_fhe.built_with_cuda(), 'gpu:', jax_fhe.gpu_available())") 2>&1 | tee -a "$OUT/clone.log"
+    (cd /tmp && python3 -c "import jax_fhe; print('installed', jax_fhe.__file__, 'cuda kernels:', jax_fhe.built_with_cuda(), 'gpu:', jax_fhe.gpu_available())") 2>&1 | tee -a "$OUT/clone.log"
+    exit $rc
     ;;
   run)
     shift
+    unset PYTHONPATH
     . "$WORK/env/bin/activate" || exit 2
     cd "$WORK/jax_fhe"
     export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-    timeout ${RUN_TIMEOUT:-570} python3 "$@" 2>&1 | tr '\r' '\n' | grep -v -E "(key|layer)/s\]|s/(key|layer)\]" > "$OUT/example.log"
-    echo "rc=${PIPESTATUS[0]}" >> "$OUT/example.log"
+    (cd /tmp && python3 -c "import jax_fhe; print('running against', jax_fhe.__file__)") | tee "$OUT/example.log"
+    timeout ${RUN_TIMEOUT:-570} python3 "$@" 2>&1 | tr '\r' '\n' | grep -v -E "(key|layer)/s\]|s/(key|layer)\]" >> "$OUT/example.log"
+    rc=${PIPESTATUS[0]}
+    echo "rc=$rc" >> "$OUT/example.log"
     tail -40 "$OUT/example.log"
+    exit $rc
     ;;
   *)
     echo "usage: $0 build | run SCRIPT [ARGS...]"; exit 2 ;;

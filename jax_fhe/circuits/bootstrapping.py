@@ -293,6 +293,9 @@ def stc_stage(ct: Ciphertext, ctx: CKKSContext, boot: Bootstrapper, keys: Bootst
 
 
 STAGES = (("raise", raise_stage), ("cts", cts_stage), ("evalmod", evalmod_stage), ("stc", stc_stage))
+# CUDA graphs end after CtS and after EvalMod (ops.graph_break), so that the host's launch of
+# the next graph overlaps the GPU's run of the one before
+_GRAPH_BREAKS_BEFORE = ("evalmod", "stc")
 
 
 def bootstrap(ct: Ciphertext, ctx: CKKSContext, boot: Bootstrapper, keys: BootstrapKeys) -> Ciphertext:
@@ -302,8 +305,8 @@ def bootstrap(ct: Ciphertext, ctx: CKKSContext, boot: Bootstrapper, keys: Bootst
     ``jax.vmap`` over a batch of ciphertexts gives the same bits as one by one. The stages
     (:data:`STAGES`) can be run and timed apart."""
     _check(ct, boot, keys)
-    for i, (_, stage) in enumerate(STAGES):
-        if i >= 2:   # CUDA graphs end after CtS and EvalMod (ops.graph_break): launches overlap
+    for name, stage in STAGES:
+        if name in _GRAPH_BREAKS_BEFORE:
             ct = ct.replace(data=ops.graph_break(ct.data))
         ct = stage(ct, ctx, boot, keys)
     return ct
