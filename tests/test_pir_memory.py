@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jax_fhe
 from jax_fhe.lwe import LWE_TOY
 from jax_fhe.pir import exppack as ep
 from jax_fhe.pir import memory
@@ -197,6 +198,22 @@ def test_sharded_chunked_build_matches_single_device():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
     out = subprocess.run([sys.executable, "-c", SHARDED_CHUNKED_CHILD], capture_output=True, text=True,
                          timeout=900, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("IDENTICAL") == 3, out.stdout
+
+
+@pytest.mark.gpu
+def test_sharded_chunked_build_matches_single_device_on_two_gpus():
+    """The same check on two GPUs of one host: the all-to-all runs over NCCL and the answers
+    must still equal the one-GPU server's bit for bit."""
+    if not jax_fhe.built_with_cuda() or not jax_fhe.gpu_available() or len(jax.devices("gpu")) < 2:
+        pytest.skip("needs jax_fhe's CUDA kernels and two visible GPUs")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=os.environ.get("CUDA_VISIBLE_DEVICES", "0,1"),
+               XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    env.pop("JAX_PLATFORMS", None)
+    child = SHARDED_CHUNKED_CHILD.replace("jax.devices()", "jax.devices('gpu')[:2]")
+    child = child.replace("sharded.make_mesh()", "sharded.make_mesh(jax.devices('gpu')[:2])")
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=900, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.count("IDENTICAL") == 3, out.stdout
 
