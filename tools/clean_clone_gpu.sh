@@ -21,6 +21,9 @@ case "${1:-}" in
     if [ ! -d "$WORK/jax_fhe" ]; then
       mkdir -p "$WORK" && git clone -q -b main .cc/main.bundle "$WORK/jax_fhe" || exit 2
       python3 -m venv --system-site-packages "$WORK/env" || exit 2
+      # the machine's python3 is itself a venv, whose packages a nested venv does not see
+      python3 -c "import site; print('\n'.join(site.getsitepackages()))" \
+        > "$("$WORK/env/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/_outer_env.pth"
     fi
     git -C "$WORK/jax_fhe" log --oneline -1 | tee "$OUT/clone.log"
     . "$WORK/env/bin/activate"
