@@ -69,7 +69,8 @@ def test_batched_ntt_and_bconv_cpu_equals_gpu(width, batch, devices, rng):
 @pytest.mark.parametrize("log_n, batch, bits", [(12, 2, 30), (12, 4, 30), (14, 8, 30), (15, 8, 30),
                                                  (16, 8, 30), (16, 4, 31), (16, 24, 30), (16, 20, 30),
                                                  (15, 1, 30), (15, 2, 31), (16, 1, 30), (16, 2, 30),
-                                                 (16, 1, 31), (16, 2, 31)])
+                                                 (16, 1, 31), (16, 2, 31), (15, 3, "30+31"), (16, 1, "30+31"),
+                                                 (16, 2, "30+31"), (16, 4, "30+31"), (14, 2, "30+31")])
 def test_ntt_paths_cpu_equals_gpu(log_n, batch, bits, devices, rng):
     """Every GPU NTT path the library selects, on 7 limbs, gives the CPU's bits (forward, and the
     inverse of its result, which must be the input):
@@ -80,10 +81,16 @@ def test_ntt_paths_cpu_equals_gpu(log_n, batch, bits, devices, rng):
     - N = 2^16 from 128 polynomials with primes below 2^30 (168 and 140), on sm_90: the cluster
       kernel, its last polynomials run beside it by the streamed kernel (the tail, here starting
       inside a limb: batch 24 and 20 are multiples of 4); elsewhere the two phases.
+    - "30+31": 30- and 31-bit primes interleaved in one call, as the n16-boot chain has them: one
+      prime at or above LAZY_PRIME_BOUND puts the whole call on the canonical butterflies.
     (tests/ntt_cluster_check.py covers more cluster shapes: uneven ranges, limb changes, a new
     prime at every item, batches without a tail.)"""
     n = 1 << log_n
-    ps = rns.ntt_primes(bits, 7, n)
+    if bits == "30+31":  # interleaved, as the n16-boot chain has them
+        lo, hi = rns.ntt_primes(30, 4, n), rns.ntt_primes(31, 3, n)
+        ps = [lo[0], hi[0], lo[1], hi[1], lo[2], hi[2], lo[3]]
+    else:
+        ps = rns.ntt_primes(bits, 7, n)
     x = np.stack([rng.integers(0, q, size=(batch, n), dtype=np.uint64) for q in ps], axis=1).astype(np.uint32)
     outs = []
     for dev in devices:
