@@ -123,9 +123,9 @@ def _chain(ctx, boot, bk, keys, k: int) -> dict:
                   + (f", device memory {mem[-1] / 2**30:.3f} GiB" if mem[-1] is not None else ""), flush=True)
     med = statistics.median(times)
     drift = max(errs) - errs[0]
-    # a leak raises the ceiling: the most in use over the last 10 rounds (or half of a shorter chain)
-    # against the first 10
-    # (single rounds alternate between two buffer layouts, so first-against-last would compare parities)
+    # a leak raises the ceiling: the most in use over the last 10 rounds (or half of a shorter
+    # chain) against the first 10; rounds alternate between two buffer layouts, so comparing the
+    # first round with the last would compare their parities
     w = max(1, min(10, k // 2))
     growth = (max(mem[-w:]) - max(mem[:w])) if mem[0] is not None else None
     head, tail = float(np.mean(errs[:10])), float(np.mean(errs[-10:]))
