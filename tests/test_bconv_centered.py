@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jax_fhe import ckks, ops, rns
-from jax_fhe.ops.bconv import bconv_centered
+from jax_fhe.ops.bconv import bconv_centered, centered_fold_every
 from jax_fhe.rns import CrtQuotient
 from jax_fhe.rns import HostRandom
 
@@ -273,21 +273,26 @@ def test_stacked_equals_each_conversion(kind, lin, digits, offset, device, put, 
                   convs[0].quotient.fix_bits, starts=(0,) * 5).block_until_ready()
 
 
-@pytest.mark.parametrize("sizes, positions, batch", [
-    ((3, 4, 4, 2), "consecutive", 2),  # ModUp at a level that cuts the first and the last digit
-    ((4, 1, 4), "consecutive", 1),     # a one-limb digit between full ones
-    ((2, 4), "gap", 3),                # the digits apart, one window reaching into the gap
+@pytest.mark.parametrize("sizes, positions, batch, wide", [
+    ((3, 4, 4, 2), "consecutive", 2, False),  # ModUp at a level that cuts the first and last digit
+    ((4, 1, 4), "consecutive", 1, False),     # a one-limb digit between full ones
+    ((2, 4), "gap", 3, False),                # the digits apart, one window reaching into the gap
+    ((15, 16, 1), "consecutive", 1, True),    # 31-bit sources: the big digits' tables fold
+    ((5, 16, 16, 3), "consecutive", 1, True),
 ])
-def test_stacked_digits_of_unequal_sizes(sizes, positions, batch, device, put, rng):
+def test_stacked_digits_of_unequal_sizes(sizes, positions, batch, wide, device, put, rng):
     """Digits of unequal sizes in one launch (stack_centered with starts and leads, as
     hybrid.stack_digits builds them for ModUp): each digit reads a window of max(sizes) limbs
     holding its own, the first digit's source primes are 25-bit (another fix_bits than the
     others'), and each digit converts to its own complement. Bit for bit each digit's
     bconv_centered on its own limbs, padded with zero limbs to the largest target count; also
-    under jit and vmap."""
+    under jit and vmap. ``wide``: 31-bit sources, whose 16-limb tables reduce every few terms
+    (the reductions then fall anywhere in a shifted digit's window), and residues of q - 1 in
+    every third coefficient; a small digit, which needs no reduction, must not make the launch
+    reduce after every term."""
     nsrc = sum(sizes)
-    src = rns.ntt_primes(25, sizes[0], N) + rns.ntt_primes(30, nsrc - sizes[0], N)
-    dst = rns.ntt_primes(31, 3, N)
+    src = rns.ntt_primes(25, sizes[0], N) + rns.ntt_primes(31 if wide else 30, nsrc - sizes[0], N)
+    dst = rns.ntt_primes(31, 3, N, exclude=src)
     primes = src + dst
     gap = [int(q) for q in rns.ntt_primes(29, 2, N, exclude=primes)]
     own, first = [], 0
@@ -312,7 +317,12 @@ def test_stacked_digits_of_unequal_sizes(sizes, positions, batch, device, put, r
                                      [c.src_prod for c in convs], starts=starts, leads=leads))
     lout = max(len(c.dst_rows) for c in convs)
     assert (stacked.lin, stacked.lout) == (w, lout)
-    x = put(jnp.asarray(random_residues(rng, layout, N, batch=(batch,))))
+    folds = [centered_fold_every(c.table, c.quotient.fix_bits) for c in convs]
+    assert stacked.fold_every == min([f for f, n in zip(folds, sizes) if f < n] or [w])
+    x = random_residues(rng, layout, N, batch=(batch,))
+    if wide:
+        x[..., ::3] = (np.asarray(layout, np.uint64)[:, None] - 1).astype(np.uint32)
+    x = put(jnp.asarray(x))
     want = []
     for p, c in zip(pos, convs):
         y = np.asarray(bconv_centered(x, c.table, c.quotient, c.src_prod, limb_offset=p[0]))
@@ -349,8 +359,6 @@ def test_correction_room_decides_the_schedule(kind, lin, lout, device, put, rng,
     exact bound, and a table without room for k < 2^(32 - fix_bits) is run with reductions:
     same bits either way."""
     import dataclasses
-
-    from jax_fhe.ops.bconv import centered_fold_every
 
     src, ring, conv = _conv(kind, lin, lout)
     table = conv.table

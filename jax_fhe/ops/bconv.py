@@ -14,6 +14,8 @@ from ..rns.pytree import HostTable, host_u32, pytree_dataclass, static_field
 from ._checks import as_poly, check_canonical
 from .modarith import mul_shoup
 
+MAX_STACKED = 64  # conversions in one centered launch (ffi/bconv_args.h kMaxBconvDigits)
+
 
 def bconv(x, table: BConvTable) -> jax.Array:
     """Convert ``x``: uint32[..., Lin, N] (residues mod ``table.src``) to
@@ -134,6 +136,8 @@ def stack_centered(tables: Sequence[BConvTable], quotients: Sequence, src_prods:
     tables, quotients, src_prods = list(tables), list(quotients), list(src_prods)
     if not tables or not len(tables) == len(quotients) == len(src_prods):
         raise ValueError("stack_centered: give one table, quotient and src_prod per conversion")
+    if len(tables) > MAX_STACKED:
+        raise ValueError(f"stack_centered: at most {MAX_STACKED} conversions in one launch, got {len(tables)}")
     lins, louts = [len(t.src) for t in tables], [len(t.dst) for t in tables]
     lin, lout = max(lins), max(louts)
     if not 1 <= lin <= MAX_TERMS:
@@ -168,7 +172,15 @@ def stack_centered(tables: Sequence[BConvTable], quotients: Sequence, src_prods:
         in_consts=cat(in_c), mat=cat(mat), out_consts=cat(out_c), inv_fix=cat(inv_fix), src_prod=cat(prod),
         lin=lin, lout=lout, starts=tuple(starts), leads=tuple(leads), louts=tuple(louts),
         fix_bits=tuple(int(q.fix_bits) for q in quotients),
-        fold_every=min(centered_fold_every(t, q.fix_bits) for t, q in zip(tables, quotients)))
+        fold_every=min(_padded_fold_every(t, q.fix_bits, lin) for t, q in zip(tables, quotients)))
+
+
+def _padded_fold_every(table: BConvTable, fix_bits: int, lin: int) -> int:
+    """A conversion's fold interval in a launch padded to ``lin`` source limbs: a table that
+    needs no intermediate reduction needs none with zero terms added (``lin``), so a small digit
+    does not make the whole launch reduce after every term."""
+    f = centered_fold_every(table, fix_bits)
+    return lin if f >= len(table.src) else f
 
 
 def bconv_centered_stacked(x, stacked: StackedCenteredConv, limb_offset: int = 0) -> jax.Array:

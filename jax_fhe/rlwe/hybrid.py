@@ -49,6 +49,7 @@ import numpy as np
 
 from .. import ops
 from ..ops import take_limbs
+from ..ops.bconv import MAX_STACKED
 from ..rns.context import RNSContext
 from ..rns.crt import ExactConv, make_exact_conv
 from ..rns.pytree import HostTable, host_u32, pytree_dataclass, static_field
@@ -135,7 +136,7 @@ def stack_digits(rows: tuple, digits: tuple, convs: Sequence[ExactConv]):
     W limbs (W = the largest digit) that holds its own rows: from its first row, or, where that
     would run past the basis, the last W limbs. Digits of unequal sizes (a level that cuts one)
     are padded with zero table entries; the per-digit fixed-point precision is kept."""
-    if len(digits) < 2:
+    if not 2 <= len(digits) <= MAX_STACKED:
         return None
     w = max(len(drows) for _, drows in digits)
     if len(rows) < w:

@@ -20,7 +20,8 @@ before ModDown (and so after it): the same first-level key gives the same cipher
 Stages (the key-switching interface, :mod:`.keyswitch`):
 
 1. :func:`decompose` (hoistable): INTT of x (one launch), every digit's exact centered
-   conversion to T (one stacked launch where the digits are equal and back to back), NTT over
+   conversion to T (one stacked launch where each digit's rows lie together in the basis,
+   :func:`jax_fhe.rlwe.stack_digits`), NTT over
    T: ``uint32[..., d r', N]`` (digit i on limbs [i r', (i+1) r')).
 2. The product over T (:func:`_t_product`): for every active block m and T prime, the sum over
    digits of digit x key (:func:`jax_fhe.ops.digit_key_product`: 64-bit accumulation with a
