@@ -31,7 +31,7 @@ void bconv_cpu(const BconvShape& s, const uint32_t* x, const uint32_t* in_consts
   parallel_for(s.batch * tiles, kTile * lin * lout, [&](int64_t item) {
     const int64_t b = item / tiles, c0 = (item % tiles) * kTile;
     const int64_t cn = std::min(kTile, n - c0);
-    const uint32_t* xb = x + b * s.in_stride() + s.offset * n;
+    const uint32_t* xb = x + b * s.in_stride() + static_cast<int64_t>(s.dg.start[0]) * n;
     uint32_t* yb = y + b * s.out_stride();
     std::vector<uint32_t> yt(lin * kTile), kt(kTile, 0u);
     for (int64_t j = 0; j < lin; ++j)
@@ -77,20 +77,20 @@ ffi::Error BconvCenteredCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> i
                                 ffi::Buffer<ffi::U32> mat, ffi::Buffer<ffi::U32> out_consts,
                                 ffi::Buffer<ffi::U32> inv_fix, ffi::Buffer<ffi::U32> src_prod,
                                 ffi::ResultBuffer<ffi::U32> y, int64_t fold_every,
-                                int64_t fix_bits, int64_t limb_offset, int64_t digits) {
+                                ffi::Span<const int64_t> starts, ffi::Span<const int64_t> fix_bits) {
   BconvShape s;
   if (auto e = check_bconv_centered_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
                                          out_consts.dimensions(), inv_fix.dimensions(),
                                          src_prod.dimensions(), y->dimensions(), fold_every,
-                                         fix_bits, limb_offset, digits, &s);
+                                         starts, fix_bits, &s);
       e.failure())
     return e;
-  // conversion d: its tables, input limbs from limb_offset + d Lin, output limbs from d Lout
+  // conversion d: its tables, input limbs from starts[d], output limbs from d Lout
   for (int64_t d = 0; d < s.digits; ++d) {
     BconvShape sd = s;
-    sd.offset = s.offset + d * s.lin;
+    sd.dg.start[0] = s.dg.start[d];
     const Centering cen{inv_fix.typed_data() + d * s.lin, src_prod.typed_data() + d * s.lout,
-                        static_cast<int>(fix_bits)};
+                        s.dg.fix_bits[d]};
     bconv_cpu(sd, x.typed_data(), in_consts.typed_data() + d * 3 * s.lin,
               mat.typed_data() + d * s.lout * s.lin, out_consts.typed_data() + d * 4 * s.lout,
               y->typed_data() + d * s.lout * s.in.n, fold_every, &cen);
@@ -119,8 +119,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCenteredCpu, BconvCenteredCpuImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [D * Lout]
                                   .Ret<ffi::Buffer<ffi::U32>>()  // y [..., D * Lout, N]
                                   .Attr<int64_t>("fold_every")
-                                  .Attr<int64_t>("fix_bits")
-                                  .Attr<int64_t>("limb_offset")
-                                  .Attr<int64_t>("digits"));
+                                  .Attr<ffi::Span<const int64_t>>("starts")     // [D]
+                                  .Attr<ffi::Span<const int64_t>>("fix_bits"));  // [D]
 
 }  // namespace jax_fhe

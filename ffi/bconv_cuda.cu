@@ -81,19 +81,23 @@ __device__ __forceinline__ uint64_t mad_wide(uint32_t a, uint32_t b, uint64_t ac
 struct Centering {
   const uint32_t* inv_fix;   // [Lin]
   const uint32_t* src_prod;  // [Lout]
-  int fix_bits;
+  int fix_bits;              // set per conversion by select_conversion
 };
 
-// The tables of conversion dg of a stacked launch (digits > 1, bconv_args.h).
+// The tables, first input limb and precision of conversion dg of a stacked launch (digits > 1,
+// bconv_args.h).
 template <bool CENTERED, typename Ptr>  // Ptr: the kernels' const uint32_t* __restrict__
-__device__ __forceinline__ void select_conversion(int dg, int lin, int lout, Ptr& in_c, Ptr& mat,
-                                                  Ptr& out_c, Centering& cen) {
+__device__ __forceinline__ void select_conversion(int dg, int lin, int lout, int n, const BconvDigits& dgs,
+                                                  Ptr& x, Ptr& in_c, Ptr& mat, Ptr& out_c,
+                                                  Centering& cen) {
+  x += static_cast<int64_t>(dgs.start[dg]) * n;
   in_c += dg * 3 * lin;
   mat += static_cast<int64_t>(dg) * lout * lin;
   out_c += dg * 4 * lout;
   if (CENTERED) {
     cen.inv_fix += dg * lin;
     cen.src_prod += dg * lout;
+    cen.fix_bits = dgs.fix_bits[dg];
   }
 }
 
@@ -103,16 +107,15 @@ __global__ void __launch_bounds__(kThreads)
                  int n, int64_t x_stride, int64_t y_stride, int digits, int out_per_block,
                  int fold_every, const uint32_t* __restrict__ in_c,
                  const uint32_t* __restrict__ mat, const uint32_t* __restrict__ out_c,
-                 Centering cen) {
+                 Centering cen, const BconvDigits dgs) {
   static_assert(KMAX % 4 == 0, "table rows are read as 16-byte vectors");
   static_assert(!CENTERED || KMAX <= 16, "the fixed-point quotient sums at most 16 terms");
   extern __shared__ uint4 sm4[];
   // blockIdx.y = batch entry * digits + conversion: conversion d has its own tables, reads
-  // input limbs from d * lin and writes output limbs from d * lout (bconv_args.h)
+  // input limbs from dgs.start[d] and writes output limbs from d * lout (bconv_args.h)
   const int dg = static_cast<int>(blockIdx.y % static_cast<unsigned>(digits));
   const int64_t b = blockIdx.y / static_cast<unsigned>(digits);
-  select_conversion<CENTERED>(dg, lin, lout, in_c, mat, out_c, cen);
-  x += static_cast<int64_t>(dg) * lin * n;
+  select_conversion<CENTERED>(dg, lin, lout, n, dgs, x, in_c, mat, out_c, cen);
   y += static_cast<int64_t>(dg) * lout * n;
   const int o0 = blockIdx.z * out_per_block;
   const int on = min(out_per_block, lout - o0);
@@ -246,11 +249,11 @@ void launch(cudaStream_t stream, const BconvShape& s, bool fold, int fold_every,
   for (int64_t b0 = 0; b0 < s.batch; b0 += max_batch) {
     const int64_t nb = std::min<int64_t>(max_batch, s.batch - b0);
     dim3 grid(tiles, static_cast<unsigned>(nb * digits), splits);
-    const uint32_t* xs = x + b0 * s.in_stride() + s.offset * n;
+    const uint32_t* xs = x + b0 * s.in_stride();
     uint32_t* ys = y + b0 * s.out_stride();
     auto kernel = fold ? bconv_kernel<KMAX, VEC, OUTS, true, CENTERED> : bconv_kernel<KMAX, VEC, OUTS, false, CENTERED>;
     kernel<<<grid, kThreads, smem, stream>>>(xs, ys, lin, lout, n, s.in_stride(), s.out_stride(),
-                                             digits, per_block, fold_every, in_c, mat, out_c, cen);
+                                             digits, per_block, fold_every, in_c, mat, out_c, cen, s.dg);
   }
 }
 
@@ -304,12 +307,12 @@ __global__ void __launch_bounds__(kMmaMaxThreads, 2)
     bconv_mma_kernel(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, int lin, int lout,
                      int n, int64_t x_stride, int64_t y_stride, int digits, int out_per_block,
                      int iters, const uint32_t* __restrict__ in_c, const uint32_t* __restrict__ mat,
-                     const uint32_t* __restrict__ out_c, Centering cen) {
+                     const uint32_t* __restrict__ out_c, Centering cen, const BconvDigits dgs) {
   constexpr int KJ = 4 * R;
   extern __shared__ uint4 sm4[];
   const int dg = static_cast<int>(blockIdx.y % static_cast<unsigned>(digits));
   const int64_t b = blockIdx.y / static_cast<unsigned>(digits);
-  select_conversion<CENTERED>(dg, lin, lout, in_c, mat, out_c, cen);
+  select_conversion<CENTERED>(dg, lin, lout, n, dgs, x, in_c, mat, out_c, cen);
   const int o0 = blockIdx.z * out_per_block;
   const int on = min(out_per_block, lout - o0);
   const int groups = (on + 3) / 4;
@@ -327,7 +330,7 @@ __global__ void __launch_bounds__(kMmaMaxThreads, 2)
   // during the table setup). A thread copies and later reads the same words: those of input
   // j = 4 r + t at coefficients n0 + 32 h + 4 g + 0..3, in slot (g + 2 j) % 8 of row (h, j), so
   // that the 8 lanes of each quarter-warp hit 8 different 16-byte bank groups.
-  const uint32_t* xb = x + b * x_stride + static_cast<int64_t>(dg) * lin * n + 4 * g;
+  const uint32_t* xb = x + b * x_stride + 4 * g;
   auto stage_in = [&](int it) {
     const int n0 = ((blockIdx.x * iters + it) * warps + warp) * kWarpCoeffs;
     if (it >= iters || n0 >= n) return;
@@ -532,8 +535,8 @@ void launch_mma(cudaStream_t stream, const BconvShape& s, const uint32_t* x, uin
     const int64_t nb = std::min<int64_t>(max_batch, s.batch - b0);
     dim3 grid(bx, static_cast<unsigned>(nb * digits), splits);
     kernel<<<grid, 32 * warps, smem, stream>>>(
-        x + b0 * s.in_stride() + s.offset * n, y + b0 * s.out_stride(), lin, lout, n, s.in_stride(),
-        s.out_stride(), digits, 4 * gpb, iters, in_c, mat, out_c, cen);
+        x + b0 * s.in_stride(), y + b0 * s.out_stride(), lin, lout, n, s.in_stride(),
+        s.out_stride(), digits, 4 * gpb, iters, in_c, mat, out_c, cen, s.dg);
   }
 }
 
@@ -592,25 +595,25 @@ ffi::Error BconvCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
     return e;
   return run_bconv<false>(stream, s, fold_every, x.typed_data(), y->typed_data(),
                           in_consts.typed_data(), mat.typed_data(), out_consts.typed_data(),
-                          Centering{nullptr, nullptr, 1});
+                          Centering{nullptr, nullptr, 1});  // s.dg: one conversion from limb 0
 }
 
 ffi::Error BconvCenteredCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                                  ffi::Buffer<ffi::U32> in_consts, ffi::Buffer<ffi::U32> mat,
                                  ffi::Buffer<ffi::U32> out_consts, ffi::Buffer<ffi::U32> inv_fix,
                                  ffi::Buffer<ffi::U32> src_prod, ffi::ResultBuffer<ffi::U32> y,
-                                 int64_t fold_every, int64_t fix_bits, int64_t limb_offset,
-                                 int64_t digits) {
+                                 int64_t fold_every, ffi::Span<const int64_t> starts,
+                                 ffi::Span<const int64_t> fix_bits) {
   BconvShape s;
   if (auto e = check_bconv_centered_args(x.dimensions(), in_consts.dimensions(), mat.dimensions(),
                                          out_consts.dimensions(), inv_fix.dimensions(),
                                          src_prod.dimensions(), y->dimensions(), fold_every,
-                                         fix_bits, limb_offset, digits, &s);
+                                         starts, fix_bits, &s);
       e.failure())
     return e;
   return run_bconv<true>(stream, s, fold_every, x.typed_data(), y->typed_data(),
                          in_consts.typed_data(), mat.typed_data(), out_consts.typed_data(),
-                         Centering{inv_fix.typed_data(), src_prod.typed_data(), static_cast<int>(fix_bits)});
+                         Centering{inv_fix.typed_data(), src_prod.typed_data(), 1});
 }
 
 }  // namespace
@@ -637,9 +640,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BconvCenteredCuda, BconvCenteredCudaImpl,
                                   .Arg<ffi::Buffer<ffi::U32>>()  // src_prod [D * Lout]
                                   .Ret<ffi::Buffer<ffi::U32>>()  // y [..., D * Lout, N]
                                   .Attr<int64_t>("fold_every")
-                                  .Attr<int64_t>("fix_bits")
-                                  .Attr<int64_t>("limb_offset")
-                                  .Attr<int64_t>("digits"),
+                                  .Attr<ffi::Span<const int64_t>>("starts")     // [D]
+                                  .Attr<ffi::Span<const int64_t>>("fix_bits"),  // [D]
                               {ffi::Traits::kCmdBufferCompatible});
 
 }  // namespace jax_fhe

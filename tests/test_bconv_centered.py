@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jax_fhe import ckks, ops, rns
-from jax_fhe.ops.bconv import bconv_centered
+from jax_fhe.ops.bconv import bconv_centered, centered_fold_every
 from jax_fhe.rns import CrtQuotient
 from jax_fhe.rns import HostRandom
 
@@ -162,14 +162,17 @@ def test_limb_offset_reads_in_place(offset, device, put, rng, monkeypatch):
         bconv_centered(x, conv.table, conv.quotient, conv.src_prod, limb_offset=6)
     with pytest.raises(Exception, match=r"limbs \[7, 11\) are not all in the input's 9 limbs"):
         _raw_call(x, conv.table, conv.quotient.inv_fix, conv.src_prod, 7, conv.quotient.fix_bits,
-                  limb_offset=7).block_until_ready()
+                  starts=(7,)).block_until_ready()
 
 
-def _raw_call(x, t, inv_fix, src_prod, lout, fix_bits, limb_offset=0, digits=1):
+def _raw_call(x, t, inv_fix, src_prod, lout, fix_bits, starts=(0,), fix_count=None):
+    """The handler called directly: one conversion per start, each with precision fix_bits
+    (``fix_count`` entries of it, default one per start)."""
     out = jax.ShapeDtypeStruct(x.shape[:-2] + (lout, x.shape[-1]), jnp.uint32)
+    fix = np.full(len(starts) if fix_count is None else fix_count, fix_bits, np.int64)
     return jax.ffi.ffi_call("jax_fhe_bconv_centered", out)(
         x, t.in_consts, t.mat, t.out_consts, inv_fix, src_prod, fold_every=t.fold_every,
-        fix_bits=fix_bits, limb_offset=limb_offset, digits=digits)
+        starts=np.asarray(starts, np.int64), fix_bits=fix)
 
 
 def test_kernel_argument_checks(device, put, rng):
@@ -181,6 +184,8 @@ def test_kernel_argument_checks(device, put, rng):
                                   np.asarray(bconv_centered(x, t, cq, sp)))
     with pytest.raises(Exception, match=r"fix_bits must be in \[1, 28\]"):
         _raw_call(x, t, cq.inv_fix, sp, 5, 29).block_until_ready()
+    with pytest.raises(Exception, match=r"fix_bits must have one entry per start \(1\), got 2"):
+        _raw_call(x, t, cq.inv_fix, sp, 5, cq.fix_bits, fix_count=2).block_until_ready()
     with pytest.raises(Exception, match="inv_fix: expected 3 elements"):
         _raw_call(x, t, cq.inv_fix[:2], sp, 5, cq.fix_bits).block_until_ready()
     with pytest.raises(Exception, match="src_prod: expected 5 elements"):
@@ -259,23 +264,88 @@ def test_stacked_equals_each_conversion(kind, lin, digits, offset, device, put, 
     np.testing.assert_array_equal(np.asarray(f(x)), want)
     with pytest.raises(ValueError, match="are not all in the input's"):
         ops.bconv_centered_stacked(x, stacked, limb_offset=len(wide) - digits * lin + 1)
-    # the handler's own checks: a table count that is not a multiple of the digits
-    with pytest.raises(Exception, match=r"digits must be in \[1, 64\]"):
+    # the handler's own checks: no conversion, a table count that is not a multiple of them
+    with pytest.raises(Exception, match=r"starts must name 1 to 64 conversions, got 0"):
         _raw_call(x, convs[0].table, convs[0].quotient.inv_fix, convs[0].src_prod, 5,
-                  convs[0].quotient.fix_bits, digits=0).block_until_ready()
+                  convs[0].quotient.fix_bits, starts=()).block_until_ready()
     with pytest.raises(Exception, match=r"input constants must be \[digits, 3, Lin\]"):
         _raw_call(x, convs[0].table, convs[0].quotient.inv_fix, convs[0].src_prod, 5,
-                  convs[0].quotient.fix_bits, digits=5).block_until_ready()
+                  convs[0].quotient.fix_bits, starts=(0,) * 5).block_until_ready()
+
+
+@pytest.mark.parametrize("sizes, positions, batch, wide", [
+    ((3, 4, 4, 2), "consecutive", 2, False),  # ModUp at a level that cuts the first and last digit
+    ((4, 1, 4), "consecutive", 1, False),     # a one-limb digit between full ones
+    ((2, 4), "gap", 3, False),                # the digits apart, one window reaching into the gap
+    ((15, 16, 1), "consecutive", 1, True),    # 31-bit sources: the big digits' tables fold
+    ((5, 16, 16, 3), "consecutive", 1, True),
+])
+def test_stacked_digits_of_unequal_sizes(sizes, positions, batch, wide, device, put, rng):
+    """Digits of unequal sizes in one launch (stack_centered with starts and leads, as
+    hybrid.stack_digits builds them for ModUp): each digit reads a window of max(sizes) limbs
+    holding its own, the first digit's source primes are 25-bit (another fix_bits than the
+    others'), and each digit converts to its own complement. Bit for bit each digit's
+    bconv_centered on its own limbs, padded with zero limbs to the largest target count; also
+    under jit and vmap. ``wide``: 31-bit sources, whose 16-limb tables reduce every few terms
+    (the reductions then fall anywhere in a shifted digit's window), and residues of q - 1 in
+    every third coefficient; a small digit, which needs no reduction, must not make the launch
+    reduce after every term."""
+    nsrc = sum(sizes)
+    src = rns.ntt_primes(25, sizes[0], N) + rns.ntt_primes(31 if wide else 30, nsrc - sizes[0], N)
+    dst = rns.ntt_primes(31, 3, N, exclude=src)
+    primes = src + dst
+    gap = [int(q) for q in rns.ntt_primes(29, 2, N, exclude=primes)]
+    own, first = [], 0
+    layout = []                                  # the input's limbs: the digits (and a gap)
+    for d, n in enumerate(sizes):
+        own.append(list(range(first, first + n)))
+        first += n
+        layout += [primes[r] for r in own[-1]]
+        if positions == "gap" and d == 0:
+            layout += gap
+    pos = []
+    for d, rows in enumerate(own):
+        p0 = layout.index(primes[rows[0]])
+        pos.append(list(range(p0, p0 + len(rows))))
+    w = max(sizes)
+    starts = [min(p[0], len(layout) - w) for p in pos]
+    leads = [p[0] - a for p, a in zip(pos, starts)]
+    convs = [put(rns.make_exact_conv(primes, rows, [r for r in range(len(primes)) if r not in rows]))
+             for rows in own]
+    assert len({c.quotient.fix_bits for c in convs}) == 2
+    stacked = put(ops.stack_centered([c.table for c in convs], [c.quotient for c in convs],
+                                     [c.src_prod for c in convs], starts=starts, leads=leads))
+    lout = max(len(c.dst_rows) for c in convs)
+    assert (stacked.lin, stacked.lout) == (w, lout)
+    folds = [centered_fold_every(c.table, c.quotient.fix_bits) for c in convs]
+    assert stacked.fold_every == min([f for f, n in zip(folds, sizes) if f < n] or [w])
+    x = random_residues(rng, layout, N, batch=(batch,))
+    if wide:
+        x[..., ::3] = (np.asarray(layout, np.uint64)[:, None] - 1).astype(np.uint32)
+    x = put(jnp.asarray(x))
+    want = []
+    for p, c in zip(pos, convs):
+        y = np.asarray(bconv_centered(x, c.table, c.quotient, c.src_prod, limb_offset=p[0]))
+        want.append(np.concatenate([y, np.zeros(y.shape[:-2] + (lout - y.shape[-2], N), np.uint32)], axis=-2))
+    want = np.concatenate(want, axis=-2)
+    got = ops.bconv_centered_stacked(x, stacked)
+    assert got.shape == (batch, len(sizes) * lout, N)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    f = jax.jit(jax.vmap(lambda v: ops.bconv_centered_stacked(v, stacked)))
+    np.testing.assert_array_equal(np.asarray(f(x)), want)
 
 
 def test_stack_centered_rejects_mismatched_tables():
     _, _, a = _conv("30bit", 3, 5)
     _, _, b = _conv("30bit", 4, 5)
-    with pytest.raises(ValueError, match="same numbers of limbs"):
+    with pytest.raises(ValueError, match="different sizes need their starts and leads"):
         ops.stack_centered([a.table, b.table], [a.quotient, b.quotient], [a.src_prod, b.src_prod])
-    _, _, c = _conv("mixed", 3, 5)  # a 25-bit source prime: another fix_bits
-    with pytest.raises(ValueError, match="differ in fix_bits"):
-        ops.stack_centered([a.table, c.table], [a.quotient, c.quotient], [a.src_prod, c.src_prod])
+    with pytest.raises(ValueError, match="must lie in its window of 4"):
+        ops.stack_centered([a.table, b.table], [a.quotient, b.quotient], [a.src_prod, b.src_prod],
+                           starts=[0, 3], leads=[2, 0])
+    with pytest.raises(ValueError, match="one start and one lead per conversion"):
+        ops.stack_centered([a.table, b.table], [a.quotient, b.quotient], [a.src_prod, b.src_prod],
+                           starts=[0], leads=[0, 0])
     with pytest.raises(ValueError, match="one table, quotient and src_prod"):
         ops.stack_centered([a.table], [], [a.src_prod])
     with pytest.raises(TypeError, match="StackedCenteredConv"):
@@ -289,8 +359,6 @@ def test_correction_room_decides_the_schedule(kind, lin, lout, device, put, rng,
     exact bound, and a table without room for k < 2^(32 - fix_bits) is run with reductions:
     same bits either way."""
     import dataclasses
-
-    from jax_fhe.ops.bconv import centered_fold_every
 
     src, ring, conv = _conv(kind, lin, lout)
     table = conv.table

@@ -104,17 +104,20 @@ def test_hybrid_bad_inputs(basis):
         rlwe.make_hybrid_tables(primes, qrows, (4, 5), alpha=2)
 
 
-@pytest.mark.parametrize("qrows", [(0, 1, 2, 3, 4), (0, 1, 3, 4), (4, 0, 2), (0, 1, 2, 3)])
-def test_key_switch_equals_the_three_stages(basis, qrows):
-    """key_switch never assembles the extended digits, but must equal the staged path bit for
-    bit, also on bases with gaps or out of order and under vmap. Digits of equal size back to
-    back ((0, 1, 2, 3): two digits of two rows) take the stacked ModUp (one BConv and one NTT
-    launch for every digit); the others convert digit by digit."""
+@pytest.mark.parametrize("qrows, stacked", [((0, 1, 2, 3, 4), True), ((0, 1, 3, 4), True), ((4, 0, 2), True),
+                                            ((0, 1, 2, 3), True), ((0, 2, 1, 3), False)])
+def test_key_switch_equals_the_three_stages(basis, qrows, stacked):
+    """key_switch never assembles the extended digits, but must equal the staged path (each
+    digit converted alone) bit for bit, also on bases with gaps or out of order and under vmap.
+    Digits whose rows lie next to each other in the basis take the stacked ModUp (one BConv and
+    one NTT launch for every digit), of equal sizes ((0, 1, 2, 3): two digits of two rows) or
+    not ((0, 1, 2, 3, 4): 2, 2 and 1 rows, padded); (0, 2, 1, 3) splits digit 0, so its digits
+    convert one by one."""
     import jax
     primes, _, prows = basis
     ring = rns.make_context(primes, N)
     tables = rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2)
-    assert (tables.mod_up_stacked is not None) == (qrows == (0, 1, 2, 3))
+    assert (tables.mod_up_stacked is not None) == stacked
     assert len(rlwe.mod_up_convs(jnp.zeros((len(qrows), N), jnp.uint32), ring, tables)) == (
         1 if tables.mod_up_stacked is not None else len(tables.digits))
     r = HostRandom.insecure_deterministic(6)

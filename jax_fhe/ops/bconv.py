@@ -14,6 +14,8 @@ from ..rns.pytree import HostTable, host_u32, pytree_dataclass, static_field
 from ._checks import as_poly, check_canonical
 from .modarith import mul_shoup
 
+MAX_STACKED = 64  # conversions in one centered launch (ffi/bconv_args.h kMaxBconvDigits)
+
 
 def bconv(x, table: BConvTable) -> jax.Array:
     """Convert ``x``: uint32[..., Lin, N] (residues mod ``table.src``) to
@@ -58,17 +60,19 @@ def bconv_centered(x, table: BConvTable, quotient, src_prod, limb_offset: int | 
             raise ValueError(f"bconv_centered: {name} must be uint32[{want}], got "
                              f"{getattr(arr, 'dtype', type(arr).__name__)}{list(getattr(arr, 'shape', ()))}")
     return _centered_call(x, lout, (table.in_consts, table.mat, table.out_consts, quotient.inv_fix, src_prod),
-                          fold_every=centered_fold_every(table, quotient.fix_bits), fix_bits=quotient.fix_bits,
-                          limb_offset=int(limb_offset or 0), digits=1)
+                          centered_fold_every(table, quotient.fix_bits), [int(limb_offset or 0)],
+                          [quotient.fix_bits])
 
 
-def _centered_call(x, out_limbs: int, tables: tuple, **attrs) -> jax.Array:
+def _centered_call(x, out_limbs: int, tables: tuple, fold_every: int, starts, fix_bits) -> jax.Array:
     """The jax_fhe_bconv_centered call behind bconv_centered and bconv_centered_stacked:
     x uint32[..., Lx, N] -> uint32[..., out_limbs, N]; ``tables`` = (in_consts, mat,
-    out_consts, inv_fix, src_prod); ``attrs``: fold_every, fix_bits, limb_offset, digits."""
+    out_consts, inv_fix, src_prod) of D conversions; ``starts``, ``fix_bits``: D integers each
+    (each conversion's first input limb and fixed-point precision)."""
     out = jax.ShapeDtypeStruct(x.shape[:-2] + (out_limbs, x.shape[-1]), x.dtype)
     call = jax.ffi.ffi_call("jax_fhe_bconv_centered", out, vmap_method="expand_dims")
-    return call(x, *tables, **attrs)
+    return call(x, *tables, fold_every=int(fold_every), starts=np.asarray(starts, np.int64),
+                fix_bits=np.asarray(fix_bits, np.int64))
 
 
 def centered_fold_every(table: BConvTable, fix_bits: int) -> int:
@@ -85,14 +89,17 @@ def centered_fold_every(table: BConvTable, fix_bits: int) -> int:
 
 @pytree_dataclass
 class StackedCenteredConv:
-    """D centered conversions of one shape (Lin -> Lout limbs) as the tables of one launch
-    (:func:`bconv_centered_stacked`; ModUp converts every digit at once), stacked along the
-    first axis of :func:`bconv_centered`'s tables:
+    """D centered conversions as the tables of one launch (:func:`bconv_centered_stacked`;
+    ModUp converts every digit at once), stacked along the first axis of
+    :func:`bconv_centered`'s tables, each padded to Lin source and Lout target limbs:
 
     in_consts uint32[D*3, Lin], mat uint32[D*Lout, Lin], out_consts uint32[D*4, Lout],
     inv_fix uint32[D*Lin], src_prod uint32[D*Lout].
-    Static: ``digits`` (D), ``lin``, ``lout``, ``fold_every`` (the smallest of the D),
-    ``fix_bits`` (equal for all D).
+    Static: ``lin``, ``lout`` (the padded sizes); ``starts`` (conversion d reads the Lin limbs
+    from ``limb_offset + starts[d]``), ``leads`` (its own source limbs are those from
+    ``starts[d] + leads[d]``; the rest of the window has zero tables), ``louts`` (its own
+    targets, the first ``louts[d]`` of its Lout output limbs; the rest are written as zeros),
+    ``fix_bits`` (each conversion's quotient precision), ``fold_every`` (the smallest).
     """
 
     in_consts: HostTable = static_field()
@@ -100,53 +107,100 @@ class StackedCenteredConv:
     out_consts: HostTable = static_field()
     inv_fix: HostTable = static_field()
     src_prod: HostTable = static_field()
-    digits: int = static_field()
     lin: int = static_field()
     lout: int = static_field()
+    starts: tuple = static_field()
+    leads: tuple = static_field()
+    louts: tuple = static_field()
+    fix_bits: tuple = static_field()
     fold_every: int = static_field()
-    fix_bits: int = static_field()
+
+    @property
+    def digits(self) -> int:
+        """D, the number of conversions."""
+        return len(self.starts)
 
 
-def stack_centered(tables: Sequence[BConvTable], quotients: Sequence, src_prods: Sequence) -> StackedCenteredConv:
+def stack_centered(tables: Sequence[BConvTable], quotients: Sequence, src_prods: Sequence,
+                   starts: Sequence[int] | None = None, leads: Sequence[int] | None = None) -> StackedCenteredConv:
     """The tables of several centered conversions (the arguments of :func:`bconv_centered`,
-    one per conversion) stacked for :func:`bconv_centered_stacked`. They must convert the same
-    numbers of limbs and share ``fix_bits``. Built once, with the tables (not per call)."""
+    one per conversion) stacked for :func:`bconv_centered_stacked`. Built once, with the
+    tables (not per call).
+
+    Without ``starts``, the conversions map equal numbers of limbs and conversion d reads source
+    limbs [d Lin, (d+1) Lin) (from the call's ``limb_offset``). With them, conversion d reads a
+    window of Lin = max source count limbs from ``starts[d]``, its own limbs starting
+    ``leads[d]`` into it (ModUp's digits of unequal sizes, each window kept inside the input);
+    the smaller tables are padded with zero entries, which read the neighbouring limbs without
+    effect, and the smaller outputs with zero limbs."""
     tables, quotients, src_prods = list(tables), list(quotients), list(src_prods)
     if not tables or not len(tables) == len(quotients) == len(src_prods):
         raise ValueError("stack_centered: give one table, quotient and src_prod per conversion")
-    lin, lout = len(tables[0].src), len(tables[0].dst)
-    if any((len(t.src), len(t.dst)) != (lin, lout) for t in tables):
-        raise ValueError("stack_centered: every conversion must map the same numbers of limbs")
+    if len(tables) > MAX_STACKED:
+        raise ValueError(f"stack_centered: at most {MAX_STACKED} conversions in one launch, got {len(tables)}")
+    lins, louts = [len(t.src) for t in tables], [len(t.dst) for t in tables]
+    lin, lout = max(lins), max(louts)
     if not 1 <= lin <= MAX_TERMS:
         raise ValueError(f"stack_centered: at most {MAX_TERMS} source limbs, got {lin}")
-    if len({q.fix_bits for q in quotients}) != 1:
-        raise ValueError("stack_centered: the fixed-point quotients differ in fix_bits")
-    cat = lambda arrs: host_u32(np.concatenate([np.asarray(a) for a in arrs], axis=0))  # noqa: E731
+    if starts is None:
+        if len(set(lins)) != 1 or leads is not None:
+            raise ValueError("stack_centered: conversions of different sizes need their starts and leads")
+        starts, leads = [d * lin for d in range(len(tables))], [0] * len(tables)
+    starts = [int(a) for a in starts]
+    leads = [0] * len(tables) if leads is None else [int(a) for a in leads]
+    if not len(starts) == len(leads) == len(tables):
+        raise ValueError("stack_centered: give one start and one lead per conversion")
+    if any(a < 0 or ld < 0 or ld + n > lin for a, ld, n in zip(starts, leads, lins)):
+        raise ValueError(f"stack_centered: every conversion's limbs must lie in its window of {lin} "
+                         f"(starts {starts}, leads {leads}, sizes {lins})")
+    in_c, mat, out_c, inv_fix, prod = [], [], [], [], []
+    for t, q, sp, ld, li, lo in zip(tables, quotients, src_prods, leads, lins, louts):
+        ic = np.zeros((3, lin), np.uint32)
+        ic[0] = np.asarray(t.in_consts)[0, 0]                 # a valid modulus; the zero factor
+        ic[:, ld:ld + li] = np.asarray(t.in_consts)           # (pre = 0) makes the term 0
+        m = np.zeros((lout, lin), np.uint32)
+        m[:lo, ld:ld + li] = np.asarray(t.mat)
+        oc = np.repeat(np.asarray(t.out_consts)[:, :1], lout, axis=1)   # padded targets: a valid
+        oc[:, :lo] = np.asarray(t.out_consts)                           # prime, zero table row
+        fx = np.zeros(lin, np.uint32)
+        fx[ld:ld + li] = np.asarray(q.inv_fix)
+        pr = np.zeros(lout, np.uint32)
+        pr[:lo] = np.asarray(sp)
+        in_c.append(ic), mat.append(m), out_c.append(oc), inv_fix.append(fx), prod.append(pr)
+    cat = lambda arrs: host_u32(np.concatenate(arrs, axis=0))  # noqa: E731
     return StackedCenteredConv(
-        in_consts=cat(t.in_consts for t in tables), mat=cat(t.mat for t in tables),
-        out_consts=cat(t.out_consts for t in tables), inv_fix=cat(q.inv_fix for q in quotients),
-        src_prod=cat(src_prods), digits=len(tables), lin=lin, lout=lout,
-        fold_every=min(centered_fold_every(t, q.fix_bits) for t, q in zip(tables, quotients)),
-        fix_bits=quotients[0].fix_bits)
+        in_consts=cat(in_c), mat=cat(mat), out_consts=cat(out_c), inv_fix=cat(inv_fix), src_prod=cat(prod),
+        lin=lin, lout=lout, starts=tuple(starts), leads=tuple(leads), louts=tuple(louts),
+        fix_bits=tuple(int(q.fix_bits) for q in quotients),
+        fold_every=min(_padded_fold_every(t, q.fix_bits, lin) for t, q in zip(tables, quotients)))
+
+
+def _padded_fold_every(table: BConvTable, fix_bits: int, lin: int) -> int:
+    """A conversion's fold interval in a launch padded to ``lin`` source limbs: a table that
+    needs no intermediate reduction needs none with zero terms added (``lin``), so a small digit
+    does not make the whole launch reduce after every term."""
+    f = centered_fold_every(table, fix_bits)
+    return lin if f >= len(table.src) else f
 
 
 def bconv_centered_stacked(x, stacked: StackedCenteredConv, limb_offset: int = 0) -> jax.Array:
-    """D centered conversions in one launch: conversion d reads limbs [limb_offset + d Lin,
-    limb_offset + (d+1) Lin) of ``x`` (uint32[..., Lx, N], in place) and writes limbs
-    [d Lout, (d+1) Lout) of the result, uint32[..., D*Lout, N]. Bit for bit D calls of
-    :func:`bconv_centered` concatenated."""
+    """D centered conversions in one launch: conversion d reads limbs [limb_offset + starts[d],
+    limb_offset + starts[d] + Lin) of ``x`` (uint32[..., Lx, N], in place) and writes limbs
+    [d Lout, (d+1) Lout) of the result, uint32[..., D*Lout, N]: its own ``louts[d]`` targets,
+    then zeros. Bit for bit D calls of :func:`bconv_centered` (on each conversion's own limbs)
+    concatenated, each padded with zero limbs to Lout."""
     if not isinstance(stacked, StackedCenteredConv):
         raise TypeError(f"bconv_centered_stacked: expected a StackedCenteredConv (stack_centered), "
                         f"got {type(stacked).__name__}")
     x = as_poly(x, "bconv_centered_stacked")
-    d, lin, lout = stacked.digits, stacked.lin, stacked.lout
-    if not (0 <= int(limb_offset) and int(limb_offset) + d * lin <= x.shape[-2]):
-        raise ValueError(f"bconv_centered_stacked: limbs [{limb_offset}, {int(limb_offset) + d * lin}) "
-                         f"are not all in the input's {x.shape[-2]} limbs")
-    return _centered_call(x, d * lout, (stacked.in_consts, stacked.mat, stacked.out_consts, stacked.inv_fix,
-                                        stacked.src_prod),
-                          fold_every=stacked.fold_every, fix_bits=stacked.fix_bits, limb_offset=int(limb_offset),
-                          digits=d)
+    starts = [int(limb_offset) + a for a in stacked.starts]
+    lo, hi = min(starts), max(starts) + stacked.lin
+    if not (0 <= lo and hi <= x.shape[-2]):
+        raise ValueError(f"bconv_centered_stacked: limbs [{lo}, {hi}) are not all in the input's "
+                         f"{x.shape[-2]} limbs")
+    return _centered_call(x, stacked.digits * stacked.lout, (stacked.in_consts, stacked.mat, stacked.out_consts,
+                                                             stacked.inv_fix, stacked.src_prod),
+                          stacked.fold_every, starts, stacked.fix_bits)
 
 
 def _check(x, table, what, limb_offset=None):

@@ -28,7 +28,7 @@ from .gadget import (Gadget, GadgetKey, automorphism, automorphism_key, decompos
                      encrypt_ntt, gadget_product, gadget_rows, make_gadget, phase_ntt, recompose,
                      switching_key)
 from .hybrid import (HybridTables, KeySwitchKey, gen_switching_key, key_inner_product, key_product_extended,
-                     key_switch_convs, make_hybrid_tables, mod_down, mod_up, mod_up_convs)
+                     key_switch_convs, make_hybrid_tables, mod_down, mod_up, mod_up_convs, stack_digits)
 from .keyswitch import MultiKey, key_switch
 from .klss import KLSSKey, KLSSLayout, KLSSTables, key_from_hybrid, klss_layout, make_klss_tables
 from .params import RLWEParams, digit_rows
@@ -41,6 +41,7 @@ __all__ = [
     # the key-switching interface and its hybrid method
     "key_switch", "HybridTables", "KeySwitchKey", "gen_switching_key", "hybrid", "key_inner_product",
     "key_product_extended", "key_switch_convs", "make_hybrid_tables", "mod_down", "mod_up", "mod_up_convs",
+    "stack_digits",
     # KLSS key switching and the per-level choice
     "KLSSKey", "KLSSLayout", "KLSSTables", "MultiKey", "key_from_hybrid", "klss", "klss_layout",
     "make_klss_tables", "selector",

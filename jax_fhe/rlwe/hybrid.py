@@ -49,6 +49,7 @@ import numpy as np
 
 from .. import ops
 from ..ops import take_limbs
+from ..ops.bconv import MAX_STACKED
 from ..rns.context import RNSContext
 from ..rns.crt import ExactConv, make_exact_conv
 from ..rns.pytree import HostTable, host_u32, pytree_dataclass, static_field
@@ -69,8 +70,10 @@ class HybridTables:
     mod_down: :class:`ExactConv` P -> basis rows.
     p_inv:    uint32[L]  P^-1 mod each basis prime.
     mod_up_stacked: the ``mod_up`` tables stacked for one launch
-              (:func:`jax_fhe.ops.bconv_centered_stacked`), or None where the digits differ in
-              size or do not sit back to back in the basis (then each digit converts alone).
+              (:func:`jax_fhe.ops.bconv_centered_stacked`, :func:`stack_digits`; digits of
+              unequal sizes padded), or None where a digit's rows are not consecutive in the
+              basis or the key product could not index the result (then each digit converts
+              alone).
     plain:    None, or the :class:`jax_fhe.rlwe.plainmod.PlainCorrection` of ModDown for a
               plaintext modulus t (BGV): ModDown then keeps the phase mod t.
     Static: ``rows`` (the basis), ``special_rows`` (P), ``digits`` ((digit index, rows), ...).
@@ -126,21 +129,47 @@ def make_hybrid_tables(primes: Sequence[int], rows: Sequence[int], special_rows:
                         rows=rows, special_rows=special, digits=digits)
 
 
-def _stack_mod_up(rows: tuple, digits: tuple, mod_up: Sequence[ExactConv]):
-    """The digits' ModUp conversions as one launch's tables (``HybridTables.mod_up_stacked``),
-    or None where one launch cannot do them: the digits must have equal sizes and follow each
-    other in the basis (the usual case: every level but the ones that cut a digit), and the
-    fused key product must be able to index the stacked result (8-bit sources)."""
-    sizes = {len(drows) for _, drows in digits}
-    positions = [rows.index(r) for _, drows in digits for r in drows]
-    lout = len(mod_up[0].dst_rows) if mod_up else 0
-    if (len(digits) < 2 or len(sizes) != 1 or len(digits) > ops.key_product.MAX_DIGITS
-            or positions != list(range(positions[0], positions[0] + len(positions)))
-            or len(rows) + len(digits) * lout > ops.key_product.MAX_SOURCE_ROWS
-            or len({c.quotient.fix_bits for c in mod_up}) != 1):
+def stack_digits(rows: tuple, digits: tuple, convs: Sequence[ExactConv]):
+    """The digits' centered conversions (one :class:`ExactConv` per digit, from its rows) as
+    one launch's tables (:func:`jax_fhe.ops.stack_centered`), or None where a digit's rows are
+    not consecutive in the basis ``rows`` or there is one digit. Each digit reads a window of
+    W limbs (W = the largest digit) that holds its own rows: from its first row, or, where that
+    would run past the basis, the last W limbs. Digits of unequal sizes (a level that cuts one)
+    are padded with zero table entries; the per-digit fixed-point precision is kept."""
+    if not 2 <= len(digits) <= MAX_STACKED:
         return None
-    return ops.stack_centered([c.table for c in mod_up], [c.quotient for c in mod_up],
-                              [c.src_prod for c in mod_up])
+    w = max(len(drows) for _, drows in digits)
+    if len(rows) < w:
+        return None
+    starts, leads = [], []
+    for _, drows in digits:
+        pos = [rows.index(r) for r in drows]
+        if pos != list(range(pos[0], pos[0] + len(pos))):
+            return None
+        start = min(pos[0], len(rows) - w)
+        starts.append(start)
+        leads.append(pos[0] - start)
+    return ops.stack_centered([c.table for c in convs], [c.quotient for c in convs], [c.src_prod for c in convs],
+                              starts=starts, leads=leads)
+
+
+def _stack_mod_up(rows: tuple, digits: tuple, mod_up: Sequence[ExactConv]):
+    """The digits' ModUp conversions as one launch's tables (``HybridTables.mod_up_stacked``,
+    :func:`stack_digits`), or None where one launch cannot do them or the fused key product
+    could not index the stacked result (8-bit sources, at most MAX_DIGITS digits)."""
+    if len(digits) > ops.key_product.MAX_DIGITS:
+        return None
+    stacked = stack_digits(rows, digits, mod_up)
+    if stacked is None or len(rows) + stacked.digits * stacked.lout > ops.key_product.MAX_SOURCE_ROWS:
+        return None
+    return stacked
+
+
+def _stacked_rows(tables: HybridTables) -> tuple:
+    """The rows of the stacked ModUp conversion's limbs: each digit's targets, then its padding
+    limbs (zeros) on its first target row."""
+    st = tables.mod_up_stacked
+    return sum((c.dst_rows + (c.dst_rows[0],) * (st.lout - len(c.dst_rows)) for c in tables.mod_up), ())
 
 
 @functools.lru_cache(maxsize=256)
@@ -313,30 +342,31 @@ def mod_up_convs(x, ring: RNSContext, tables: HybridTables) -> list:
     once to switch one x under several keys (hoisted rotations).
 
     Returns one array per digit; or, with ``tables.mod_up_stacked`` (and the fused centered
-    conversion), a list of one array ``uint32[..., beta (L + alpha_p - alpha), N]`` holding
-    every digit's conversion in digit order, made by one INTT, one BConv and one NTT launch
-    (the ModUp of all digits batched, as Theodosian batches stage 1)."""
+    conversion), a list of one array ``uint32[..., beta Lout, N]`` holding every digit's
+    conversion in digit order, each padded with zero limbs to Lout = L + alpha_p - (the
+    smallest digit's size), made by one INTT, one BConv and one NTT launch (the ModUp of all
+    digits batched, as Theodosian batches stage 1)."""
     if tables.mod_up_stacked is not None:
         _check_basis(x, tables, "mod_up")
         coeff = ops.intt(x, ring, tables.rows)
-        first = tables.rows.index(tables.digits[0][1][0])
-        conv = ops.bconv_centered_stacked(coeff, tables.mod_up_stacked, limb_offset=first)
-        return [ops.ntt(conv, ring, sum((c.dst_rows for c in tables.mod_up), ()))]
+        conv = ops.bconv_centered_stacked(coeff, tables.mod_up_stacked)
+        return [ops.ntt(conv, ring, _stacked_rows(tables))]
     return [conv for _, conv in _mod_up_digits(x, ring, tables)]
 
 
 @functools.lru_cache(maxsize=256)
 def _product_plan(primes: tuple, tables_rows: tuple, digits: tuple, conv_rows: tuple,
-                  key_rows: int, stacked: bool, out_rows: tuple):
+                  key_rows: int, stride: int, out_rows: tuple):
     """Static plan of :func:`jax_fhe.ops.digit_key_product` for output rows ``out_rows``:
     (source int32[D, R], key_poly int32[D, R], moduli int64[R]); part 1 of the key is
-    ``key_rows`` polynomials after part 0 (KeySwitchKey.data is [dnum, 2, T, N]). ``stacked``:
-    the conversions are one array, digit after digit (:func:`mod_up_convs`)."""
+    ``key_rows`` polynomials after part 0 (KeySwitchKey.data is [dnum, 2, T, N]). ``stride``:
+    0 for one conversion array per digit; else the conversions are one array, digit i's limbs
+    from i * stride (:func:`mod_up_convs`)."""
     lx = len(tables_rows)
     source = np.zeros((len(digits), len(out_rows)), np.int32)
     key_poly = np.zeros_like(source)
     for i, ((d, drows), dst) in enumerate(zip(digits, conv_rows)):
-        base = lx + (sum(len(c) for c in conv_rows[:i]) if stacked else 0)
+        base = lx + i * stride
         for j, r in enumerate(out_rows):
             source[i, j] = tables_rows.index(r) if r in drows else base + dst.index(r)
             key_poly[i, j] = 2 * d * key_rows + r
@@ -354,7 +384,10 @@ def _key_product(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext, tables
     conv_rows = tuple(c.dst_rows for c in tables.mod_up)
     stacked = len(convs) == 1 and len(tables.digits) > 1
     if stacked:
-        want = sum(len(r) for r in conv_rows)
+        if tables.mod_up_stacked is None:
+            raise ValueError("key_switch: one ModUp conversion for several digits, but these tables do not stack them")
+        stride = tables.mod_up_stacked.lout
+        want = len(tables.digits) * stride
         if convs[0].ndim < 2 or convs[0].shape[-2] != want:
             raise ValueError(f"key_switch: the stacked ModUp conversion has shape {tuple(convs[0].shape)}, "
                              f"expected [..., {want}, N]")
@@ -365,8 +398,8 @@ def _key_product(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext, tables
     flat_key = key.data.reshape(key.data.shape[:-4] + (-1, key.data.shape[-1]))
     step = ops.key_product.MAX_DIGITS
     if len(tables.digits) <= step:
-        source, key_poly, moduli = _product_plan(ring.primes, tables.rows, tables.digits, conv_rows, t, stacked,
-                                                 tuple(out_rows))
+        source, key_poly, moduli = _product_plan(ring.primes, tables.rows, tables.digits, conv_rows, t,
+                                                 stride if stacked else 0, tuple(out_rows))
         return ops.digit_key_product(x, convs, flat_key, source=source, key_poly=key_poly, key_part=t,
                                      moduli=moduli, **epilogue)
     # more digits than one launch takes (never stacked): launches of `step` digits summed, then the
@@ -376,7 +409,7 @@ def _key_product(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext, tables
     for i0 in range(0, len(tables.digits), step):
         sl = slice(i0, i0 + step)
         source, key_poly, moduli = _product_plan(ring.primes, tables.rows, tables.digits[sl], conv_rows[sl], t,
-                                                 False, out_rows)
+                                                 0, out_rows)
         y = ops.digit_key_product(x, list(convs[sl]), flat_key, source=source, key_poly=key_poly, key_part=t,
                                   moduli=moduli)
         acc = y if acc is None else ops.add_mod(acc, y, ring, out_rows)

@@ -20,7 +20,8 @@ before ModDown (and so after it): the same first-level key gives the same cipher
 Stages (the key-switching interface, :mod:`.keyswitch`):
 
 1. :func:`decompose` (hoistable): INTT of x (one launch), every digit's exact centered
-   conversion to T (one stacked launch where the digits are equal and back to back), NTT over
+   conversion to T (one stacked launch where each digit's rows lie together in the basis,
+   :func:`jax_fhe.rlwe.stack_digits`), NTT over
    T: ``uint32[..., d r', N]`` (digit i on limbs [i r', (i+1) r')).
 2. The product over T (:func:`_t_product`): for every active block m and T prime, the sum over
    digits of digit x key (:func:`jax_fhe.ops.digit_key_product`: 64-bit accumulation with a
@@ -343,7 +344,7 @@ def make_klss_tables(rows: Sequence[int], special_rows: Sequence[int], layout: K
     hy = hybrid.make_hybrid_tables(primes, rows, special, layout.alpha)
     allp, trows = layout.all_primes, layout.t_rows
     digit_convs = tuple(_conv(allp, d, trows) for _, d in hy.digits)
-    stacked = _stack_digits(rows, hy.digits, digit_convs)
+    stacked = hybrid.stack_digits(rows, hy.digits, digit_convs)
     active = set(rows) | set(special)
     blocks = tuple((m, tuple(r for r in b if r in active)) for m, b in enumerate(layout.blocks) if active & set(b))
     groups, convs = [], []
@@ -362,16 +363,6 @@ def make_klss_tables(rows: Sequence[int], special_rows: Sequence[int], layout: K
                       digit_convs=() if stacked is not None else digit_convs, digit_stacked=stacked,
                       block_convs=tuple(convs), layout=layout, rows=rows, special_rows=special,
                       digits=hy.digits, blocks=blocks, groups=tuple(groups), out_order=out_order)
-
-
-def _stack_digits(rows: tuple, digits: tuple, convs: Sequence[ExactConv]):
-    """The digits' conversions to T as one launch (equal sizes, back to back in the basis), or None."""
-    sizes = {len(d) for _, d in digits}
-    positions = [rows.index(r) for _, d in digits for r in d]
-    if (len(digits) < 2 or len(sizes) != 1 or positions != list(range(positions[0], positions[0] + len(positions)))
-            or len({c.quotient.fix_bits for c in convs}) != 1):
-        return None
-    return ops.stack_centered([c.table for c in convs], [c.quotient for c in convs], [c.src_prod for c in convs])
 
 
 @pytree_dataclass
@@ -458,9 +449,8 @@ def decompose(x, ring: RNSContext, tables: KLSSTables) -> jax.Array:
     tables = _check_tables(tables, "klss.decompose")
     _check_x(x, tables, "klss.decompose")
     coeff = ops.intt(x, ring, tables.rows)
-    if tables.digit_stacked is not None:
-        first = tables.rows.index(tables.digits[0][1][0])
-        conv = ops.bconv_centered_stacked(coeff, tables.digit_stacked, limb_offset=first)
+    if tables.digit_stacked is not None:  # every digit converts to the same T rows: no padded outputs
+        conv = ops.bconv_centered_stacked(coeff, tables.digit_stacked)
     else:
         parts = []
         for (_, drows), c in zip(tables.digits, tables.digit_convs):
