@@ -12,7 +12,11 @@
 // sum whatever the order.
 //
 // Operands (uint32, NTT domain, canonical residues):
-//   pts   [D, R, N]          the diagonals (leading axes of size 1 allowed: vmap's expand_dims)
+//   pts   [D, R, M]          the diagonals (leading axes of size 1 allowed: vmap's expand_dims);
+//                            M = N / 2^s: word t of a row stands for the 2^s coefficients
+//                            t 2^s .. (t + 1) 2^s - 1 (the NTT of a plaintext packing n < N/2
+//                            slots repeats each value N / 2n times in adjacent positions, so
+//                            sparse diagonals are held once: pts[d, j, t >> s])
 //   x_i   [B..., 2, R, N]    K operands, each with the output's batch entries or a single one
 //   out_g [B..., 2, R, N]    G results
 // Attributes: index int32[G * K] (row-major [G, K]), moduli int64[R] (odd primes below 2^31).
@@ -34,6 +38,7 @@ constexpr int kDiagMaxRows = 64;
 
 struct DiagonalShape {
   int64_t batch = 0, rows = 0, n = 0, diags = 0, baby = 0, giant = 0;
+  int log_repeat = 0;   // s: pts holds N >> s words per row
   std::vector<bool> x_batched;
 };
 
@@ -59,18 +64,24 @@ inline ffi::Error check_diagonal_args(const ffi::AnyBuffer::Dimensions& pts,
                                       const std::vector<ffi::AnyBuffer::Dimensions>& outs,
                                       ffi::Span<const int32_t> index,
                                       ffi::Span<const int64_t> moduli, DiagonalShape* s) {
-  if (pts.size() < 3) return diag_error("pts must be [D, R, N]");
+  if (pts.size() < 3) return diag_error("pts must be [D, R, M]");
   for (size_t i = 0; i + 3 < pts.size(); ++i)
     if (pts[i] != 1) return diag_error("pts cannot carry a batch axis");
+  if (outs.empty()) return diag_error("give at least one giant step");
   PolyShape ps;
-  if (auto e = decode_poly_shape(pts, "diagonal_sums pts", &ps); e.failure()) return e;
+  if (auto e = decode_poly_shape(outs[0], "diagonal_sums out 0", &ps); e.failure()) return e;
   s->n = ps.n;
-  s->rows = ps.limbs;
+  s->rows = pts[pts.size() - 2];
+  const int64_t m = pts[pts.size() - 1];
+  s->log_repeat = 0;
+  while (s->log_repeat < ps.log_n && (m << s->log_repeat) < s->n) ++s->log_repeat;
+  if (m < 1 || (m << s->log_repeat) != s->n)
+    return diag_error("pts rows hold " + std::to_string(m) + " words; expected N = " +
+                      std::to_string(s->n) + " divided by a power of two");
   s->diags = pts[pts.size() - 3];
   s->baby = static_cast<int64_t>(xs.size());
   s->giant = static_cast<int64_t>(outs.size());
   if (s->baby < 1) return diag_error("give at least one baby rotation");
-  if (s->giant < 1) return diag_error("give at least one giant step");
   if (s->rows < 1) return diag_error("pts has no rows");
   if (static_cast<int64_t>(moduli.size()) != s->rows)
     return diag_error("moduli must hold one prime per row (" + std::to_string(s->rows) + ")");

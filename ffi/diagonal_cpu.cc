@@ -14,7 +14,7 @@ ffi::Error DiagonalSumsCpuImpl(ffi::Buffer<ffi::U32> pts, ffi::RemainingArgs xs,
   DiagonalCall c;
   if (auto e = decode_diagonal_args(pts, xs, outs, index, moduli, &c); e.failure()) return e;
   const DiagonalShape& s = c.s;
-  const int64_t n = s.n, R = s.rows, K = s.baby;
+  const int64_t n = s.n, m = n >> s.log_repeat, R = s.rows, K = s.baby;
   const uint32_t* w = pts.typed_data();
   parallel_for(s.giant * s.batch * 2 * R, n * K, [&](int64_t item) {
     const int64_t j = item % R, part = item / R % 2, b = item / (2 * R) % s.batch,
@@ -24,7 +24,7 @@ ffi::Error DiagonalSumsCpuImpl(ffi::Buffer<ffi::U32> pts, ffi::RemainingArgs xs,
     for (int64_t t = 0; t < n; ++t)
       o[t] = diag_sum(K, c.rows[j], [&](int64_t i, uint32_t* wi, uint32_t* xi) {
         if (idx[i] < 0) return false;
-        *wi = w[(idx[i] * R + j) * n + t];
+        *wi = w[(idx[i] * R + j) * m + (t >> s.log_repeat)];
         *xi = c.x[i][(((s.x_batched[i] ? b : 0) * 2 + part) * R + j) * n + t];
         return true;
       });
@@ -36,7 +36,7 @@ ffi::Error DiagonalSumsCpuImpl(ffi::Buffer<ffi::U32> pts, ffi::RemainingArgs xs,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DiagonalSumsCpu, DiagonalSumsCpuImpl,
                               ffi::Ffi::Bind()
-                                  .Arg<ffi::Buffer<ffi::U32>>()   // pts [D, R, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()   // pts [D, R, N >> s]
                                   .RemainingArgs()                // x_i [B..., 2, R, N]
                                   .RemainingRets()                // out_g [B..., 2, R, N]
                                   .Attr<ffi::Span<const int32_t>>("index")

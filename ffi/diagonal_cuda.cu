@@ -1,6 +1,7 @@
 // The giant-step sums of a BSGS linear transform on CUDA, bit-identical to diagonal_cpu.cc
 // (semantics in diagonal_args.h). A thread owns one coefficient of one row and batch entry and
-// loops over the giant steps: each diagonal word is read once from HBM; a baby rotation's word
+// loops over the giant steps: each diagonal word is read once from HBM (a repeated word of a
+// sparse diagonal, pts[.., t >> s], by the 2^s neighbouring threads together); a baby rotation's word
 // is read once per giant step, the repeats served by L1/L2 (the block's baby words stay small);
 // each output word is written once. Absent diagonals add 0 and the sums are reduced every four
 // terms, so the canonical results equal the CPU's, which skips them.
@@ -32,8 +33,8 @@ static_assert(sizeof(DiagonalPlan) < 4000, "the plan must fit the kernel paramet
 
 __global__ void __launch_bounds__(kThreads)
 diagonal_sums_kernel(const uint32_t* __restrict__ pts, const __grid_constant__ DiagonalPlan plan,
-                     int log_n) {
-  const int64_t n = int64_t{1} << log_n;
+                     int log_n, int log_repeat) {
+  const int64_t n = int64_t{1} << log_n, m = n >> log_repeat;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const int jl = blockIdx.y;
   const int64_t j = plan.row0 + jl, b = blockIdx.z, R = plan.rows;
@@ -53,7 +54,7 @@ diagonal_sums_kernel(const uint32_t* __restrict__ pts, const __grid_constant__ D
         const int d = i < plan.baby ? plan.index[g][i] : -1;
         w[u] = x0[u] = x1[u] = 0;  // an absent diagonal adds 0
         if (d >= 0) {
-          w[u] = __ldg(pts + (static_cast<int64_t>(d) * R + j) * n + t);
+          w[u] = __ldg(pts + (static_cast<int64_t>(d) * R + j) * m + (t >> log_repeat));
           const uint32_t* xp = plan.x[i] + (((plan.x_batched >> i) & 1u) ? own : shared);
           x0[u] = __ldg(xp);
           x1[u] = __ldg(xp + part1);
@@ -106,7 +107,7 @@ ffi::Error DiagonalSumsCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> pts,
       for (int r = 0; r < rows; ++r) plan.row[r] = c.rows[r0 + r];
       const dim3 grid(static_cast<unsigned>(s.n / kThreads), static_cast<unsigned>(rows),
                       static_cast<unsigned>(s.batch));
-      diagonal_sums_kernel<<<grid, kThreads, 0, stream>>>(pts.typed_data(), plan, log_n);
+      diagonal_sums_kernel<<<grid, kThreads, 0, stream>>>(pts.typed_data(), plan, log_n, s.log_repeat);
     }
   }
   return launch_status("diagonal_sums");

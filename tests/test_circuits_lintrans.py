@@ -116,6 +116,8 @@ def test_plan_structure_and_steps(env):
     assert LT.rotation_steps(lt) == tuple(sorted((set(lt.baby_steps) | set(lt.giant_steps)) - {0}))
     leaves = jax.tree_util.tree_leaves(lt)
     assert len(leaves) == 1 and leaves[0] is lt.data  # one device array, the rest static
+    # 16 slots at N = 4096: a polynomial in X^128, each NTT value held once for its 128 copies
+    assert plans["dense"].data.shape == (DENSE_N, 9 + 4, 4096 // 128)
 
 
 def test_unrescaled_higher_level_and_periodic_input(env, rng):
@@ -141,7 +143,7 @@ def test_jit_equals_eager(env, rng):
 
 def test_compact_plan(env, rng):
     """A compact plan (int32 coefficients + a power-of-two unit per diagonal, expanded in the
-    program) holds 4 N bytes per diagonal; when every coefficient fits its bits (shift 0) the
+    program) holds 4 N / r bytes per diagonal (r = N / 2n: 1 for the band's 2048 slots); when every coefficient fits its bits (shift 0) the
     output is bit-identical to the encoded plan's, otherwise within the rounding: the band
     plan (shift 5 at scale 2^40) measured 29.4 bits mean / 27.5 min on CPU."""
     ctx, keys, diags, plans = env
@@ -160,6 +162,15 @@ def test_compact_plan(env, rng):
     want = LT.linear_transform(ct, LT.make_linear_transform(tiny, ctx, 5), ctx, keys.evaluation)
     np.testing.assert_array_equal(np.asarray(LT.linear_transform(ct, exact, ctx, keys.evaluation).data),
                                   np.asarray(want.data))
+    # a sparse plan (16 slots: its encoded words stand for 128 NTT values each) against the
+    # compact one, which expands whole polynomials: the same bits
+    small = {k: d * 2.0**-14 for k, d in diags["dense"].items()}
+    ct16 = _enc(_cplx(rng, DENSE_N), ctx, keys, 12)
+    sparse = LT.make_linear_transform(small, ctx, 5)
+    whole = LT.make_linear_transform(small, ctx, 5, compact=True)
+    assert sparse.data.shape[-1] == 32 and whole.data.shape == (DENSE_N, 32) and whole.max_shift == 0
+    np.testing.assert_array_equal(np.asarray(LT.linear_transform(ct16, sparse, ctx, keys.evaluation).data),
+                                  np.asarray(LT.linear_transform(ct16, whole, ctx, keys.evaluation).data))
 
 
 def test_compact_coefficients_host(toy):

@@ -67,6 +67,26 @@ def test_more_steps_than_one_launch(device, put, rng):
         np.testing.assert_array_equal(np.asarray(a), b)
 
 
+@pytest.mark.parametrize("log_repeat", [1, 3, 10])
+def test_repeated_words(log_repeat, device, put, rng):
+    """Diagonals held once per run of 2^s equal words (pts [D, R, N >> s], a sparse packing):
+    the same bits as the whole diagonals, every word repeated 2^s times; batched too."""
+    n = 1024
+    ps = rns.ntt_primes(31, 3, n)
+    ctx = put(rns.make_context(ps, n))
+    xs, pts, index = _case(rng, ps, n, k=6, g=5, d=4, batch=(2,))
+    short = pts[..., ::1 << log_repeat]
+    whole = np.repeat(short, 1 << log_repeat, axis=-1)
+    xd = [put(jnp.asarray(x)) for x in xs]
+    got = ops.diagonal_sums(xd, put(jnp.asarray(short)), index, ctx)
+    want = _reference(xs, whole, index, ps)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(a), b)
+    f = jax.jit(jax.vmap(lambda *x: ops.diagonal_sums(x, put(jnp.asarray(short)), index, ctx)))
+    for a, b in zip(f(*xd), want):
+        np.testing.assert_array_equal(np.asarray(a), b)
+
+
 def test_rows_and_same_bits_as_jnp(device, put, rng):
     n = 1024
     ps = rns.ntt_primes(30, 4, n)
@@ -122,10 +142,13 @@ def test_bad_inputs(rng):
         ops.diagonal_sums(xs, pts, np.full((2, 2), 3), ctx)
     with pytest.raises(ValueError, match=r"uint32\[\.\.\., 2, 2, 1024\]"):
         ops.diagonal_sums([xs[0], xs[1][0]], pts, index, ctx)
-    with pytest.raises(ValueError, match=r"pts must be uint32\[D, R, N\]"):
+    with pytest.raises(ValueError, match=r"pts must be uint32\[D, R, N >> s\]"):
         ops.diagonal_sums(xs, pts[0], index, ctx)
     with pytest.raises(ValueError, match="do not broadcast|batch axes"):
         ops.diagonal_sums([np.stack([xs[0]] * 2), np.stack([xs[1]] * 3)], pts, index, ctx)
+    for m in (n * 2, 3 * n // 4, 0):                # not N divided by a power of two
+        with pytest.raises(ValueError, match="divided by a power of two"):
+            ops.diagonal_sums(xs, np.zeros((3, 2, m), np.uint32), index, ctx)
     bad = pts.copy()
     bad[1, 0, 5] = ps[0]
     with pytest.raises(ValueError, match="canonical"):

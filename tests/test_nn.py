@@ -183,7 +183,7 @@ def test_encrypted_small_cnn_toy_compact(toy_boot_context):
     the weights are rounded to 2^s multiples (s up to ~22 at the 2^52 scales), so the logits
     match simulate() within 2^-30 of their size (measured 2^-32.2; encoded: 2^-46.2)."""
     p, got, want = _encrypted(toy_boot_context, False, compact=True)
-    assert p.compact_bytes < p.diagonal_bytes
+    assert p.compact_bytes < p.diagonal_bytes   # both hold every r-th word (N / 2n slots)
     err = np.abs(got - want).max() / np.abs(want).max()
     assert np.log2(err) < -30, err
     print(f"compact vs simulate: 2^{np.log2(err):.1f}")

@@ -30,11 +30,16 @@ ends the transform. Per baby step this saves ModDown's inverse NTT, conversion a
 (n16-boot bootstrap on an H100: 31.3 ms against 32.5 with every rotation switched back at once).
 
 **Plans are pytrees.** :class:`LinearTransform` holds the encoded diagonals as one device array
-``uint32[P, L (+ alpha_p), N]`` (a leaf) and the BSGS structure as static data: build it once on
+``uint32[P, L (+ alpha_p), N / r]`` (a leaf) and the BSGS structure as static data: build it once on
 the host with :func:`make_linear_transform` and pass it into jitted functions as an argument.
+r = N / 2n for n slots: a plaintext packing n < N/2 slots is a polynomial in X^r, whose NTT
+repeats each value r times in adjacent positions, so the plan holds each run once
+(``ops.diagonal_sums`` reads it that way): ResNet-20's 2^14 slots at N = 2^16 halve the
+diagonals' memory and reads.
 
 **Compact plans** (``compact=True``) hold each diagonal as its coefficient polynomial in small
-integers, int32[P, N] with one power-of-two unit per diagonal (``ckks.compact_coefficients``),
+integers, int32[P, N / r] (a polynomial in X^r: every r-th coefficient) with one power-of-two
+unit per diagonal (``ckks.compact_coefficients``),
 and expands it on the device where it is used, one giant step's diagonals at a time (k reduced
 mod each prime of the extended rows, times the unit, forward NTT): L + alpha_p times less memory,
 for a forward NTT per diagonal per use. |k| <= 2^30: the coefficients are those of the encoded
@@ -171,10 +176,12 @@ def bsgs_split(indices, n: int, *, baby: int | None = None) -> tuple:
 class LinearTransform:
     """A BSGS plan with its pre-rotated diagonals (a pytree).
 
-    data:   encoded: uint32[P, L + alpha_p, N]: plaintext p = rot_{-g}(d_{g+b}) in the NTT domain
-            at ``level`` (row order of ``params.rows(level)``, then the special rows: the
-            products are taken in the extended basis), scale ``scale``; one per (g, b).
-            compact: int32[P, N], the coefficients k of each p with p = 2^s k (module doc).
+    data:   encoded: uint32[P, L + alpha_p, N / r]: plaintext p = rot_{-g}(d_{g+b}) in the NTT
+            domain at ``level`` (row order of ``params.rows(level)``, then the special rows: the
+            products are taken in the extended basis), scale ``scale``; one per (g, b); each
+            word stands for r = N / 2 ``slots`` adjacent NTT values, all equal (module doc).
+            compact: int32[P, N / r], the coefficients k of each p with p = 2^s k, every r-th
+            (the others are 0; module doc).
     units:  compact only: uint32[P, L + alpha_p], 2^s mod each prime of those rows (else None).
     shifts: compact only: int32[P], each diagonal's s (``max_shift`` is the largest; else None).
     Static: ``params``; ``level``; ``scale`` (default rho_level); ``slots`` (n); ``baby`` (B);
@@ -232,7 +239,7 @@ def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: in
     baby:     the baby-step modulus B (default: :func:`bsgs_split`'s choice).
     scale:    the plaintexts' scale (default rho_level: the transform keeps the scale label).
     compact:  hold the diagonals as small coefficients, expanded on the device where used
-              (module doc): 4 N bytes per diagonal instead of 4 (L + alpha_p) N."""
+              (module doc): 4 N / r bytes per diagonal instead of 4 (L + alpha_p) N / r."""
     if not isinstance(ctx, CKKSContext):
         raise TypeError(f"make_linear_transform: expected a CKKSContext, got {type(ctx).__name__}")
     p = ctx.params
@@ -252,11 +259,19 @@ def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: in
             entry.append((bb, len(vals)))
             vals.append(np.roll(diags[(g + bb) % n], g))  # rot_{-g}(d_{g+b})
         giants.append((g, tuple(entry)))
+    repeat = p.n // (2 * n)
     if compact:
         rows = tuple(p.rows(level)) + tuple(p.special_rows)   # primes below 2^31 (RLWEParams): int32
-        parts = host_map(lambda i: ckks.compact_coefficients(np.stack(vals[i:i + _COMPACT_CHUNK]), ctx,
-                                                             level=level, scale=scale, bits=_COMPACT_BITS),
-                         range(0, len(vals), _COMPACT_CHUNK))
+
+        def coefficients(i):   # every r-th coefficient: the others are 0 for n slots
+            k, sh = ckks.compact_coefficients(np.stack(vals[i:i + _COMPACT_CHUNK]), ctx, level=level, scale=scale,
+                                              bits=_COMPACT_BITS)
+            if repeat > 1 and np.any(k.reshape(len(k), -1, repeat)[:, :, 1:]):
+                raise RuntimeError(f"make_linear_transform: a {n}-slot plaintext has coefficients off the "
+                                   f"multiples of {repeat}; the sparse form would be wrong")
+            return k[:, ::repeat], sh
+
+        parts = host_map(coefficients, range(0, len(vals), _COMPACT_CHUNK))
         k = np.concatenate([kk for kk, _ in parts])
         shifts = np.concatenate([ss for _, ss in parts])
         units = np.array([[pow(2, int(sh), int(p.all_primes[r])) for r in rows] for sh in shifts],
@@ -264,11 +279,16 @@ def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: in
         return LinearTransform(data=jnp.asarray(k), units=jnp.asarray(units), params=p, level=level,
                                scale=scale, slots=n, baby=b, giants=tuple(giants),
                                shifts=jnp.asarray(shifts.astype(np.int32)))
-    # a few diagonals per encode: the host's int64 residues of all of them at N = 2^16 would
-    # take gigabytes
-    chunks = host_map(lambda i: ckks.encode_extended(np.stack(vals[i:i + _ENCODE_CHUNK]), ctx, level=level,
-                                                     scale=scale),
-                      range(0, len(vals), _ENCODE_CHUNK))
+    # a few diagonals per encode (the host's int64 residues of all of them at N = 2^16 would
+    # take gigabytes), every r-th NTT value kept: the others repeat it (checked on the first chunk)
+    def encode(i):
+        full = ckks.encode_extended(np.stack(vals[i:i + _ENCODE_CHUNK]), ctx, level=level, scale=scale)
+        if i == 0 and repeat > 1 and not bool(jnp.array_equal(full[..., ::repeat], full[..., repeat - 1::repeat])):
+            raise RuntimeError(f"make_linear_transform: a {n}-slot plaintext's NTT values do not repeat "
+                               f"{repeat} times in adjacent positions; the sparse form would be wrong")
+        return full[..., ::repeat]
+
+    chunks = host_map(encode, range(0, len(vals), _ENCODE_CHUNK))
     data = chunks[0] if len(chunks) == 1 else jnp.concatenate(chunks)
     return LinearTransform(data=data, units=None, params=p, level=level, scale=scale, slots=n, baby=b,
                            giants=tuple(giants))
@@ -299,6 +319,9 @@ def _expand_plaintexts(lt: LinearTransform, entries, ring, ext, after) -> jax.Ar
     step at a time instead of every diagonal of the program up front."""
     i0 = entries[0][1]
     data, _ = jax.lax.optimization_barrier((lt.data[i0:i0 + len(entries)], after))
+    repeat = ring.n // data.shape[-1]     # the polynomial in X^r: zeros between the held coefficients
+    if repeat > 1:
+        data = jnp.pad(data[..., None], ((0, 0), (0, 0), (0, repeat - 1))).reshape(data.shape[0], ring.n)
     q = jnp.asarray(np.array([ring.primes[r] for r in ext], dtype=np.int32))[:, None]
     lifted = jnp.remainder(data[:, None, :], q).astype(jnp.uint32)        # k mod q_r in [0, q_r)
     units = lt.units[i0:i0 + len(entries)]

@@ -314,8 +314,8 @@ def plan(spec, params, ckks_params, act: PolyReLU, bounds, *, input_shape=(32, 3
             b = {bb for bs in groups.values() for bb in bs} | set(groups)
             rotations |= {s % n for s in b} - {0}
             ndiag += len(d)
-            op.encoded_bytes = len(d) * (len(ckks_params.rows(op.level)) + ckks_params.alpha) * N * 4
-            op.compact_bytes = len(d) * (N + len(ckks_params.rows(op.level)) + ckks_params.alpha) * 4
+            op.encoded_bytes = len(d) * (len(ckks_params.rows(op.level)) + ckks_params.alpha) * (2 * n) * 4   # N / r words a row
+            op.compact_bytes = len(d) * (2 * n + len(ckks_params.rows(op.level)) + ckks_params.alpha) * 4
             dbytes += op.encoded_bytes
             cbytes += op.compact_bytes
         elif op.kind == "act":

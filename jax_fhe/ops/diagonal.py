@@ -2,10 +2,13 @@
 
 ``diagonal_sums`` computes, for giant steps g, ciphertext parts c = 0, 1 and rows j,
 
-    out[g][..., c, j, :] = sum_i pts[index[g, i], j, :] * xs[i][..., c, j, :]  mod p_j
+    out[g][..., c, j, t] = sum_i pts[index[g, i], j, t >> s] * xs[i][..., c, j, t]  mod p_j
 
 over the baby steps i with ``index[g, i] >= 0``: every baby rotation is read where it lies
-(never stacked into a copy) and every diagonal once. :func:`jax_fhe.circuits.lintrans` uses it
+(never stacked into a copy) and every diagonal once. With s = 0 the diagonals are whole NTT-domain
+polynomials; a plaintext packing n < N/2 slots repeats each NTT value N/2n times in adjacent
+positions (the polynomial is one in X^(N/2n)), so its diagonal can be held once per run of equal
+words, ``N >> s`` words per row, s = log2(N/2n): half or less of the memory and of the reads. :func:`jax_fhe.circuits.lintrans` uses it
 for the products of its giant steps; the semantics are in ``ffi/diagonal_args.h``.
 """
 from __future__ import annotations
@@ -28,7 +31,8 @@ def diagonal_sums(xs: Sequence, pts, index, ctx, rows: Sequence[int] | None = No
 
     xs:    K arrays uint32[B..., 2, R, N]   the baby rotations (degree-1 ciphertexts, NTT
                                             domain), each with the same batch axes or none
-    pts:   uint32[D, R, N]                  the diagonals (NTT domain)
+    pts:   uint32[D, R, N >> s]             the diagonals (NTT domain), each word standing for
+                                            2^s adjacent coefficients (module doc; s >= 0)
     index: int[G, K]                        the diagonal giant step g multiplies baby step i
                                             by, or -1 where giant step g has none
     ctx, rows:                              the RNS context and the table rows of the R rows
@@ -43,9 +47,15 @@ def diagonal_sums(xs: Sequence, pts, index, ctx, rows: Sequence[int] | None = No
     if not xs:
         raise ValueError("diagonal_sums: give at least one baby rotation")
     host_pts = pts
-    pts = as_poly(pts, "diagonal_sums", ctx.n)
+    if getattr(pts, "dtype", None) is None or np.dtype(pts.dtype) != np.uint32:
+        raise TypeError(f"diagonal_sums: pts must be a uint32 array, got "
+                        f"{getattr(pts, 'dtype', type(pts).__name__)}")
     if pts.ndim != 3:
-        raise ValueError(f"diagonal_sums: pts must be uint32[D, R, N], got {pts.shape}")
+        raise ValueError(f"diagonal_sums: pts must be uint32[D, R, N >> s], got shape {tuple(pts.shape)}")
+    m = pts.shape[-1]
+    if m < 1 or m & (m - 1) or ctx.n % m:
+        raise ValueError(f"diagonal_sums: pts rows hold {m} words; expected N = {ctx.n} divided by a power of two")
+    pts = jnp.asarray(pts)
     r = pts.shape[-2]
     rows = ctx.rows_for(r, rows)
     check_canonical(host_pts, ctx.primes_for(rows), "diagonal_sums")
