@@ -102,8 +102,8 @@ def add_diagonal_arguments(ap) -> None:
                     help="hold the layers' diagonals encoded, or compact and expanded in the program "
                          "(auto: encoded layer by layer while they fit --encoded-gib, the rest compact)")
     ap.add_argument("--encoded-gib", type=float, default=None,
-                    help="auto's budget for encoded diagonals (default: half of the device memory left "
-                         "beside the rotation keys)")
+                    help="auto's budget for encoded diagonals (default: the device memory limit less what "
+                         "the keys hold, 8 GiB of working memory and the compact forms)")
 
 
 def diagonal_options(ap, args) -> dict:

@@ -12,7 +12,8 @@ from .encoder import compact_coefficients, decode, encode, encode_extended
 from .encryption import decrypt, encrypt
 from .evaluator import add, level_down, mul, mul_i, neg, relinearize, rescale, scales_match, sub
 from .keys import (EvalKeys, KeySet, PublicKey, SecretKey, gen_galois_key, gen_public_key,
-                   gen_relin_key, gen_rotation_keys, gen_secret_key, gen_switching_key, keygen)
+                   gen_relin_key, gen_rotation_keys, gen_secret_key, gen_switching_key, keygen,
+                   restrict_key)
 from .modraise import ModRaiseTables, make_mod_raise_tables, mod_raise, switch_key
 from .params import HE_STD_128_TERNARY, CKKSParams
 from .precision import Precision, precision
@@ -26,7 +27,7 @@ __all__ = [
     "Plaintext", "Precision", "PublicKey", "RescaleTables", "SecretKey", "add", "build_chain", "cat_n15",
     "ckks_n15", "ckks_n16_boot", "compact_coefficients", "conjugate", "decode", "decrypt", "encode",
     "encode_extended", "encrypt",
-    "gen_galois_key", "gen_public_key", "gen_relin_key", "gen_rotation_keys", "gen_secret_key",
+    "gen_galois_key", "gen_public_key", "gen_relin_key", "gen_rotation_keys", "gen_secret_key", "restrict_key",
     "gen_switching_key", "relinearize", "ModRaiseTables", "make_mod_raise_tables", "mod_raise", "switch_key",
     "keygen", "level_down", "make_context", "mul", "mul_i", "neg", "precision", "preset",
     "rescale", "rotate", "rotate_hoisted", "scales_match", "sub", "toy_boot_n12", "toy_n11_single",

@@ -20,7 +20,7 @@ import numpy as np
 from .. import ops
 from ..rlwe import encryption as rlwe_enc
 from ..rlwe import galois as rlwe_galois
-from ..rlwe import keyswitch
+from ..rlwe import hybrid, keyswitch
 from ..rlwe.encryption import NOISE_TAIL
 from ..rns.progress import progress_bar, slow_keygen
 from ..rns.pytree import pytree_dataclass, static_field
@@ -175,6 +175,19 @@ def gen_rotation_keys(ctx: CKKSContext, sk: SecretKey, steps, rng: HostRandom | 
     norm = sorted({normalize_step(s, ctx.params) for s in steps} - {0})
     norm = progress_bar(norm, progress, auto=slow_keygen(len(norm), n), desc="rotation keys", unit="key")
     return {s: gen_galois_key(ctx, sk, ops.galois_element(s, n), rng, seed_a=seed_a) for s in norm}
+
+
+def restrict_key(key, ctx: CKKSContext, level: int):
+    """``key`` cut to what key switching at ``level`` and every lower level reads (a hybrid key:
+    the digits and rows of that level, :func:`jax_fhe.rlwe.hybrid.restrict_key`; at n16-boot's
+    level 14, 28% of the memory); the same bits as the whole key there, refused (ValueError)
+    above. Keys of another method (KLSS, a MultiKey) are returned as they are."""
+    ctx = check_context(ctx, "restrict_key")
+    level = ctx.params.check_level(level)
+    tables = ctx.keyswitch_tables(level)
+    if not isinstance(key, hybrid.KeySwitchKey) or not isinstance(tables, hybrid.HybridTables):
+        return key
+    return hybrid.restrict_key(key, tables)
 
 
 def keygen(ctx: CKKSContext, rng: HostRandom | None = None, *, rotations=(), conjugation: bool = False,

@@ -96,8 +96,18 @@ def _check_switching_key(key, params, what):
         raise FormatError(f"{what}: expected a KeySwitchKey, got {type(key).__name__}")
     if (key.alpha, key.num_q) != (params.alpha, params.num_q):
         raise FormatError(f"{what}: key digits (alpha={key.alpha}, num_q={key.num_q}) do not match {params.name!r}")
-    _shape(key.data, (params.dnum, 2, len(params.all_primes), params.n), what)
-    _canonical(key.data, params.all_primes, what)
+    if key.rows is None:
+        _shape(key.data, (params.dnum, 2, len(params.all_primes), params.n), what)
+        _canonical(key.data, params.all_primes, what)
+        return
+    # a key restricted to the levels it serves (rlwe.hybrid.restrict_key): its digits and rows
+    rows = key.rows
+    if not rows or list(rows) != sorted(set(rows)) or rows[-1] >= len(params.all_primes) or rows[0] < 0:
+        raise FormatError(f"{what}: restricted key rows {rows!r} are not increasing rows of {params.name!r}")
+    if not 1 <= key.data.shape[-4] <= params.dnum:
+        raise FormatError(f"{what}: a restricted key holds {key.data.shape[-4]} digits, {params.name!r} has {params.dnum}")
+    _shape(key.data, (key.data.shape[-4], 2, len(rows), params.n), what)
+    _canonical(key.data, [params.all_primes[r] for r in rows], what)
 
 
 def _check_eval_keys(evk):
@@ -185,7 +195,8 @@ def _kinds() -> list:
         # the lattice layer
         Kind("rlwe.Ciphertext", rlwe.Ciphertext, o, check=lambda x: _shape(x.data, (None, None, None), "rlwe.Ciphertext")),
         Kind("rlwe.KeySwitchKey", rlwe.KeySwitchKey, o,
-             check=lambda x: _shape(x.data, (-(-x.num_q // x.alpha), 2, None, None), "rlwe.KeySwitchKey")),
+             check=lambda x: _shape(x.data, (-(-x.num_q // x.alpha) if x.rows is None else x.data.shape[-4], 2,
+                                             None if x.rows is None else len(x.rows), None), "rlwe.KeySwitchKey")),
         Kind("rlwe.GadgetKey", rlwe.GadgetKey, o, check=lambda x: _shape(x.rows, (None, 2, None, None), "rlwe.GadgetKey")),
         Kind("rlwe.RGSWCiphertext", rlwe.RGSWCiphertext, o),
         # CKKS

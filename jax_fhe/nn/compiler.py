@@ -236,7 +236,8 @@ class Plan:
     bootstraps; diagonals (total); rotations (sorted steps of the linear layers);
     diagonal_bytes / compact_bytes / key_bytes: device memory of the diagonals encoded, of the
     diagonals compact (``circuits.make_linear_transform(..., compact=True)``) and of the rotation
-    keys (estimates from the RNS shapes); out_level; out_slots: the slots of the logits."""
+    keys restricted to ``rotation_level`` (estimates from the RNS shapes); out_level; out_slots:
+    the slots of the logits; rotation_level: the highest level a layer rotates at."""
 
     ops: list
     slots: int
@@ -254,6 +255,7 @@ class Plan:
     out_slots: tuple = ()
     params_name: str = ""
     compact_bytes: int = 0
+    rotation_level: int = 0
 
     def summary(self) -> str:
         """A human-readable table of the plan."""
@@ -328,12 +330,13 @@ def plan(spec, params, ckks_params, act: PolyReLU, bounds, *, input_shape=(32, 3
         else:
             op.level = min(level[op.src], level[op.src2])
             level[op.out] = op.level
-    full_rows = len(ckks_params.rows(ckks_params.max_level)) + ckks_params.alpha
-    key_bytes = len(rotations) * ckks_params.dnum * 2 * full_rows * N * 4
+    top = max((op.level for op in ops if op.kind in ("linear", "rotsum")), default=0)
+    top_rows = len(ckks_params.rows(top))
+    key_bytes = len(rotations) * -(-top_rows // ckks_params.alpha) * 2 * (top_rows + ckks_params.alpha) * N * 4
     return Plan(ops=ops, slots=n, classes=len(out_slots), out_slots=tuple(int(v) for v in out_slots), act=act, bounds=tuple(bounds), start_level=start_level,
                 boot_level=boot_level, bootstraps=boots, diagonals=ndiag, rotations=tuple(sorted(rotations)),
                 diagonal_bytes=dbytes, key_bytes=key_bytes, out_level=level[ops[-1].out],
-                params_name=ckks_params.name, compact_bytes=cbytes)
+                params_name=ckks_params.name, compact_bytes=cbytes, rotation_level=top)
 
 
 def _pack(p: Plan, images, input_shape=None) -> np.ndarray:
@@ -520,16 +523,19 @@ class CompiledModel:
                      step(lambda a, b: j["add"](a, b, ctx)))
 
 
-# compile_model's default budget for encoded diagonals: this share of what the device's memory
-# leaves beside the rotation keys (the rest is for the compact layers, the bootstrap's plans and
-# keys and the working ciphertexts); without a memory figure (the CPU), this many bytes
-ENCODED_SHARE, ENCODED_DEFAULT_BYTES = 0.5, 16 << 30
+# compile_model's default budget for encoded diagonals: what the device's memory limit leaves
+# beside what it holds already (the keys, when generated first: else the plan's estimate of the
+# rotation keys) and WORKING_BYTES for the program's working set (ciphertexts in the extended
+# basis, a compact giant step's expansion, the bootstrap's temporaries: about 1 GiB at n16-boot)
+# and the compact layers; without a memory figure (the CPU), ENCODED_DEFAULT_BYTES
+WORKING_BYTES, ENCODED_DEFAULT_BYTES = 8 << 30, 16 << 30
 
 
-def _device_bytes() -> int | None:
+def _device_memory() -> tuple:
+    """(bytes_limit, bytes_in_use) of the default device, (None, 0) where it reports none."""
     import jax
     stats = jax.devices()[0].memory_stats() or {}
-    return stats.get("bytes_limit")
+    return stats.get("bytes_limit"), stats.get("bytes_in_use", 0)
 
 
 def compile_model(p: Plan, ctx: CKKSContext, boot=None, *, compact: bool | None = None,
@@ -541,9 +547,11 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None, *, compact: bool | None 
     about three times the memory traffic of reading them encoded — and the weights rounded as
     :func:`jax_fhe.circuits.lintrans.make_linear_transform` says); False encodes every layer;
     None (default) encodes the layers, in plan order, while their encoded bytes fit
-    ``encoded_bytes`` and holds the rest compact. ``encoded_bytes`` defaults to half of what the
-    device's memory leaves beside the plan's rotation keys (16 GiB where the device reports no
-    memory). ``progress``: a bar over the layers (default: when there are more than 1,000
+    ``encoded_bytes`` and holds the rest compact. ``encoded_bytes`` defaults to what the
+    device's memory limit leaves beside what it holds (generate the keys first; else the plan's
+    rotation-key estimate is taken), 8 GiB of working memory and the compact forms (16 GiB where
+    the device reports no memory; JAX's limit is XLA_PYTHON_CLIENT_MEM_FRACTION of the memory,
+    0.75 by default). ``progress``: a bar over the layers (default: when there are more than 1,000
     diagonals)."""
     import jax
 
@@ -555,8 +563,8 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None, *, compact: bool | None 
     linear = [(i, op) for i, op in enumerate(p.ops) if op.kind == "linear"]
     if compact is None:
         if encoded_bytes is None:
-            limit = _device_bytes()
-            encoded_bytes = (int(ENCODED_SHARE * max(0, limit - p.key_bytes)) if limit
+            limit, in_use = _device_memory()
+            encoded_bytes = (max(0, limit - max(in_use, p.key_bytes) - WORKING_BYTES - p.compact_bytes) if limit
                              else ENCODED_DEFAULT_BYTES)
         held, chosen = 0, []
         for i, op in linear:
@@ -601,14 +609,19 @@ def compile_model(p: Plan, ctx: CKKSContext, boot=None, *, compact: bool | None 
 
 
 def gen_keys(ctx: CKKSContext, sk, p: Plan, boot=None, rng=None, *, progress: bool | None = None):
-    """(EvalKeys with relinearization and the plan's rotations, BootstrapKeys or None)."""
+    """(EvalKeys with relinearization and the plan's rotations, BootstrapKeys or None). The
+    rotation keys only the layers use are restricted to the levels they rotate at
+    (``p.rotation_level``: :func:`jax_fhe.ckks.restrict_key`)."""
     if boot is None:
         keys = ckks.gen_rotation_keys(ctx, sk, list(p.rotations), rng, progress=progress)
+        keys = {s: ckks.restrict_key(k, ctx, p.rotation_level) for s, k in keys.items()}
         relin = ckks.gen_relin_key(ctx, sk, rng)
         return EvalKeys(relin=relin, rotations=keys, conjugation=None, params=ctx.params), None
     bk = circuits.gen_bootstrap_keys(ctx, sk, boot, rng, progress=progress)
     extra = ckks.gen_rotation_keys(ctx, sk, [s for s in p.rotations if s not in bk.evk.rotations], rng,
                                    progress=progress)
+    # the layers' own keys serve their levels only (the bootstrap's keep every level)
+    extra = {s: ckks.restrict_key(k, ctx, p.rotation_level) for s, k in extra.items()}
     rot = dict(bk.evk.rotations)
     rot.update(extra)
     return EvalKeys(relin=bk.evk.relin, rotations=rot, conjugation=bk.evk.conjugation, params=ctx.params), bk

@@ -28,7 +28,8 @@ from .gadget import (Gadget, GadgetKey, automorphism, automorphism_key, decompos
                      encrypt_ntt, gadget_product, gadget_rows, make_gadget, phase_ntt, recompose,
                      switching_key)
 from .hybrid import (HybridTables, KeySwitchKey, gen_switching_key, key_inner_product, key_product_extended,
-                     key_switch_convs, make_hybrid_tables, mod_down, mod_up, mod_up_convs, stack_digits)
+                     key_switch_convs, make_hybrid_tables, mod_down, mod_up, mod_up_convs, restrict_key,
+                     stack_digits)
 from .keyswitch import MultiKey, key_switch
 from .klss import KLSSKey, KLSSLayout, KLSSTables, key_from_hybrid, klss_layout, make_klss_tables
 from .params import RLWEParams, digit_rows
@@ -39,7 +40,7 @@ __all__ = [
     "ciphertext", "digit_rows", "encrypt_pk", "encrypt_sk", "encryption", "gen_galois_key",
     "gen_public_key", "keyswitch", "noise_ntt", "params", "phase", "plainmod", "sample_secret", "secret_ntt", "uniform",
     # the key-switching interface and its hybrid method
-    "key_switch", "HybridTables", "KeySwitchKey", "gen_switching_key", "hybrid", "key_inner_product",
+    "key_switch", "HybridTables", "KeySwitchKey", "gen_switching_key", "hybrid", "key_inner_product", "restrict_key",
     "key_product_extended", "key_switch_convs", "make_hybrid_tables", "mod_down", "mod_up", "mod_up_convs",
     "stack_digits",
     # KLSS key switching and the per-level choice
