@@ -152,6 +152,10 @@ def main() -> None:
             bts.append(time.perf_counter() - t0)
         batch_s = statistics.median(bts)
         print(f"batch of {args.batch}: {batch_s:.3f} s, {batch_s / args.batch:.3f} s per image")
+    stats = dev.memory_stats() or {}   # the most the timed calls held (GPU; the CPU reports none)
+    if "peak_bytes_in_use" in stats:
+        mem.update(peak_gib=stats["peak_bytes_in_use"] / 2**30, limit_gib=stats.get("bytes_limit", 0) / 2**30)
+        print(at(), f"device memory: peak {mem['peak_gib']:.1f} GiB of a {mem['limit_gib']:.1f} GiB limit")
     out = dict(device=dev.device_kind, preset=preset, layers=args.layers or len(spec), slots=p.slots, bootstraps=p.bootstraps,
                diagonals=p.diagonals, diagonals_form=model.form, compact_layers=len(model.compact), rotation_keys=len(p.rotations), first_call_s=first,
                act=args.act, act_depth=act.depth, mode=args.mode, per_image_s=per_image, runs_s=times, bootstrap_s=boot_s, split_s=by_kind,
