@@ -343,11 +343,11 @@ def key_inner_product(ext, key: KeySwitchKey, ring: RNSContext, tables: HybridTa
     if ext.ndim < 3 or ext.shape[-3] != len(ids):
         raise ValueError(f"key_inner_product: expected {len(ids)} digits, got shape {tuple(ext.shape)}")
     rows = tables.ext_rows
+    held = key.held_rows()
+    pos = [held.index(r) for r in rows]
     acc = None
     for i, d in enumerate(ids):
-        held = key.held_rows()
-        t = _mul_key(ext[..., i, :, :], take_limbs(key.data[..., d, :, :, :], [held.index(r) for r in rows]),
-                     ring, rows)
+        t = _mul_key(ext[..., i, :, :], take_limbs(key.data[..., d, :, :, :], pos), ring, rows)
         acc = t if acc is None else ops.add_mod(acc, t, ring, rows)
     return acc
 
