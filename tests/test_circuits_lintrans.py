@@ -72,6 +72,11 @@ def test_bsgs_split():
     got = sorted((g + bb) % n for g, bs in groups.items() for bb in bs)
     assert got == sorted(k % n for k in range(-15, 16))
     assert LT.bsgs_split([0, 5], 16, baby=16) == (16, {0: (0, 5)})
+    # 63 diagonals: B = 8 (7 baby, 7 giant steps) and B = 16 (15 baby, 3 giant) tie at a giant
+    # step's weight 2 (the smaller B wins); weighed 3, B = 16
+    assert LT.bsgs_split(range(-31, 32), n)[0] == 8
+    b3, g3 = LT.bsgs_split(range(-31, 32), n, giant_cost=3)
+    assert b3 == 16 and sorted(g3) == [0, 16, n - 32, n - 16]
     with pytest.raises(ValueError, match="power of two dividing"):
         LT.bsgs_split([1], 16, baby=3)
     with pytest.raises(ValueError, match="no diagonal"):

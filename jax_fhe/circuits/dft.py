@@ -235,7 +235,7 @@ jax.tree_util.register_dataclass(DFTPlan, data_fields=["phases"],
                                  meta_fields=["kind", "slots", "packed", "factor"])
 
 
-def _make(kind, ctx, slots, level, levels, factor, radix_logs, packed, baby):
+def _make(kind, ctx, slots, level, levels, factor, radix_logs, packed, baby, giant_cost):
     if not isinstance(ctx, CKKSContext):
         raise TypeError(f"make_{kind}: expected a CKKSContext, got {type(ctx).__name__}")
     p = ctx.params
@@ -254,23 +254,27 @@ def _make(kind, ctx, slots, level, levels, factor, radix_logs, packed, baby):
         raise ValueError(f"make_{kind}: {levels} phases from level {level} go below level 0")
     build = cts_matrices if kind == "cts" else stc_matrices
     mats = build(n, levels, factor=factor, radix_logs=radix_logs, packed=packed)
-    phases = tuple(lintrans.make_linear_transform(m, ctx, level - i, baby=baby) for i, m in enumerate(mats))
+    phases = tuple(lintrans.make_linear_transform(m, ctx, level - i, baby=baby, giant_cost=giant_cost)
+                   for i, m in enumerate(mats))
     return DFTPlan(phases=phases, kind=kind, slots=n, packed=bool(packed), factor=complex(factor))
 
 
 def make_cts(ctx: CKKSContext, slots: int, level: int, levels: int, *, factor: complex = 1.0,
-             radix_logs=None, packed: bool = False, baby: int | None = None) -> DFTPlan:
+             radix_logs=None, packed: bool = False, baby: int | None = None,
+             giant_cost: float = 2.0) -> DFTPlan:
     """CoeffToSlot plan for ciphertexts packing ``slots`` slots at ``level``: ``levels``
     phases (levels level .. level - levels + 1), output at level - levels. ``radix_logs``:
     stages per phase (default: even, larger first); ``baby``: BSGS baby modulus for every
-    phase (default: per phase, see :func:`jax_fhe.circuits.lintrans.bsgs_split`)."""
-    return _make("cts", ctx, slots, level, levels, factor, radix_logs, packed, baby)
+    phase (default: per phase, see :func:`jax_fhe.circuits.lintrans.bsgs_split` and its
+    ``giant_cost``)."""
+    return _make("cts", ctx, slots, level, levels, factor, radix_logs, packed, baby, giant_cost)
 
 
 def make_stc(ctx: CKKSContext, slots: int, level: int, levels: int, *, factor: complex = 1.0,
-             radix_logs=None, packed: bool = False, baby: int | None = None) -> DFTPlan:
+             radix_logs=None, packed: bool = False, baby: int | None = None,
+             giant_cost: float = 2.0) -> DFTPlan:
     """SlotToCoeff plan (see :func:`make_cts`); default radices: even, larger last."""
-    return _make("stc", ctx, slots, level, levels, factor, radix_logs, packed, baby)
+    return _make("stc", ctx, slots, level, levels, factor, radix_logs, packed, baby, giant_cost)
 
 
 def rotation_steps(*plans) -> tuple:

@@ -133,13 +133,14 @@ def compose(a: dict, b: dict) -> dict:
     return out
 
 
-def bsgs_split(indices, n: int, *, baby: int | None = None) -> tuple:
+def bsgs_split(indices, n: int, *, baby: int | None = None, giant_cost: float = 2.0) -> tuple:
     """Choose the baby-step modulus B (a power of two dividing n) for diagonal ``indices``
     (mod n) and split them: returns (B, {g: (b, ...)}) with k = g + b, b = k mod B.
 
     Indices are read as signed (in (-n/2, n/2]) so that a band around 0 gives giant steps
-    symmetric around 0. Default B minimizes (# non-zero baby steps) + 2 (# non-zero giant
-    steps): a baby rotation shares its ModUp, a giant one does not."""
+    symmetric around 0. Default B minimizes (# non-zero baby steps) + ``giant_cost`` (# non-zero
+    giant steps): a baby rotation shares its ModUp and stays in the extended basis, a giant one
+    costs a ModDown and a key switch of its own."""
     if n < 1 or n & (n - 1):
         raise ValueError(f"bsgs_split: n must be a power of two, got {n}")
     ks = sorted({int(k) % n for k in indices})
@@ -163,7 +164,7 @@ def bsgs_split(indices, n: int, *, baby: int | None = None) -> tuple:
     while bb <= n:
         g = split(bb)
         babies = {b for bs in g.values() for b in bs} - {0}
-        cost = len(babies) + 2 * len(set(g) - {0})
+        cost = len(babies) + giant_cost * len(set(g) - {0})
         if best is None or cost < best[0]:
             best = (cost, bb, g)
         bb *= 2
@@ -232,11 +233,13 @@ jax.tree_util.register_dataclass(LinearTransform, data_fields=["data", "units", 
 
 
 def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: int | None = None,
-                          scale: float | None = None, compact: bool = False) -> LinearTransform:
+                          giant_cost: float = 2.0, scale: float | None = None,
+                          compact: bool = False) -> LinearTransform:
     """Encode the BSGS plan of ``diags`` ({k: complex[n]}, n a power of two <= N/2 slots) for
     ciphertexts at ``level`` (host work: one encoding per diagonal).
 
-    baby:     the baby-step modulus B (default: :func:`bsgs_split`'s choice).
+    baby:     the baby-step modulus B (default: :func:`bsgs_split`'s choice, weighing a giant
+              step as ``giant_cost`` baby steps).
     scale:    the plaintexts' scale (default rho_level: the transform keeps the scale label).
     compact:  hold the diagonals as small coefficients, expanded on the device where used
               (module doc): 4 N / r bytes per diagonal instead of 4 (L + alpha_p) N / r."""
@@ -251,7 +254,7 @@ def make_linear_transform(diags: dict, ctx: CKKSContext, level: int, *, baby: in
         raise ValueError(f"make_linear_transform: diagonals have length {n}; expected a power of "
                          f"two <= N/2 = {p.slots}")
     scale = float(p.ratio(level)) if scale is None else float(scale)
-    b, groups = bsgs_split(diags, n, baby=baby)
+    b, groups = bsgs_split(diags, n, baby=baby, giant_cost=giant_cost)
     vals, giants = [], []
     for g, bs in groups.items():
         entry = []
