@@ -255,13 +255,13 @@ def ckks_op_stages(level: int | None = None) -> dict:
     return {name: traffic(f, ct, ctx, evk) for name, f in fns.items()}
 
 
-def _abstract_linear_transform(diags, ctx, level, *, baby=None, scale=None):
+def _abstract_linear_transform(diags, ctx, level, *, baby=None, giant_cost=2.0, scale=None):
     """:func:`jax_fhe.circuits.lintrans.make_linear_transform` with the plan's structure only:
     the diagonals' data is a ShapeDtypeStruct (no host encoding)."""
     from jax_fhe.circuits import lintrans
     p = ctx.params
     diags, n = lintrans._check_diags(diags, None, "make_linear_transform")
-    b, groups = lintrans.bsgs_split(diags, n, baby=baby)
+    b, groups = lintrans.bsgs_split(diags, n, baby=baby, giant_cost=giant_cost)
     giants, count = [], 0
     for g, bs in groups.items():
         giants.append((g, tuple((bb, count + i) for i, bb in enumerate(bs))))

@@ -2,6 +2,8 @@
 ciphertext comes back at level 4 holding the same message, within a stated precision, as one
 jitted call; vmap gives the same bits as one by one; a second bootstrap after a multiplication
 keeps the precision."""
+from unittest import mock
+
 import jax
 import numpy as np
 import pytest
@@ -59,6 +61,31 @@ def test_vmap_equals_one_by_one(setup, put):
     one = jax.jit(circuits.bootstrap)
     for i in range(2):
         np.testing.assert_array_equal(np.asarray(both.data[i]), np.asarray(one(ct[i], c, b, k).data))
+
+
+def test_slot_to_coeff_keys_cut_to_its_level(setup, put):
+    """The rotation keys only StC uses hold its start level's digits and rows, and bootstrap
+    with them to the same bits as with whole keys drawn from the same stream (StC in two
+    levels: the toy set's default plans share every StC step with CtS)."""
+    ctx, keys, _ = setup
+    slots = 64
+    boot = circuits.make_bootstrapper(ctx, circuits.BootstrapConfig(slots=slots, stc_levels=2))
+    p = ctx.params
+    cut = circuits.gen_bootstrap_keys(ctx, keys.secret, boot, HostRandom.insecure_deterministic(31))
+    with mock.patch.object(ckks, "restrict_key", lambda key, c, level: key):
+        whole = circuits.gen_bootstrap_keys(ctx, keys.secret, boot, HostRandom.insecure_deterministic(31))
+    steps = boot.stc_only_steps()
+    assert steps and set(steps) < set(cut.evk.rotations)
+    stc_rows = tuple(sorted(set().union(*(p.rows(lv) for lv in range(boot.levels[2] + 1))) | set(p.special_rows)))
+    assert len(stc_rows) < len(p.all_primes)
+    for s, key in cut.evk.rotations.items():
+        assert key.held_rows() == (stc_rows if s in steps else tuple(range(len(p.all_primes)))), s
+        assert whole.evk.rotations[s].held_rows() == tuple(range(len(p.all_primes)))
+    ct = ckks.encrypt(ckks.encode(_message(slots, 12), ctx, level=0), ctx, keys.public,
+                      HostRandom.insecure_deterministic(13))
+    f = jax.jit(circuits.bootstrap)
+    np.testing.assert_array_equal(np.asarray(f(put(ct), put(ctx), put(boot), put(cut)).data),
+                                  np.asarray(f(put(ct), put(ctx), put(boot), put(whole)).data))
 
 
 def test_bootstrap_again_after_a_multiplication(setup, put):

@@ -150,13 +150,16 @@ def _encrypted(ctx, boot: bool, compact: bool | None = False, encoded_bytes: int
         assert model.compact == (tuple(linear) if compact else ())
     assert all(model.transforms[i].compact == (i in model.compact) for i in linear)
     ek = compiler.gen_keys(ctx, keys.secret, p, b, rng)
-    # the layers' own rotation keys hold the levels they rotate at only (the bootstrap's: all)
+    # the layers' own rotation keys hold the levels they rotate at only (the bootstrap's: all,
+    # but SlotToCoeff's own: its start level)
     top = max(op.level for op in p.ops if op.kind in ("linear", "rotsum"))
     assert p.rotation_level == top
-    need = tuple(sorted(set(ctx.params.rows(top)) | set(ctx.params.special_rows)))
+    held = lambda level: tuple(sorted(set().union(*(ctx.params.rows(lv) for lv in range(level + 1)))  # noqa: E731
+                                      | set(ctx.params.special_rows)))
     for s, key in ek[0].rotations.items():
-        own = b is None or s not in ek[1].evk.rotations
-        assert key.held_rows() == (need if own else tuple(range(len(ctx.params.all_primes)))), s
+        own = b is None or s not in ek[1].evk.rotations or (s in b.stc_only_steps() and top > b.levels[2])
+        want = held(top) if own else held(b.levels[2]) if s in b.stc_only_steps() else held(ctx.params.max_level)
+        assert key.held_rows() == want, s
     n = 1 if boot else 3   # several images stream (the next encrypted while one runs): rows in order
     logits, _ = compiler.run(model, x[:n], ek, keys.public, keys.secret, rng)
     # the staged runner (one jitted call per op) computes the same bits as the whole program

@@ -35,11 +35,12 @@ def test_shape_and_memory(toy):
     ctx, keys = toy
     p = ctx.params
     full = keys.evaluation.rotations[1]
-    for level in (p.max_level, 3, 1):
+    for level in (p.max_level, 3, 2, 1):
         key = ckks.restrict_key(full, ctx, level)
-        rows = tuple(p.rows(level))
+        # every level up to this one (toy-n12's levels, as n16-boot's, do not nest their primes)
+        rows = sorted(set().union(*(p.rows(lv) for lv in range(level + 1))))
         digits = max(r // p.alpha for r in rows) + 1
-        assert key.rows == tuple(sorted(set(rows) | set(p.special_rows)))
+        assert key.held_rows() == tuple(sorted(set(rows) | set(p.special_rows)))
         assert key.data.shape == (digits, 2, len(rows) + p.alpha, p.n)
         held = key.held_rows()
         np.testing.assert_array_equal(np.asarray(key.data),
@@ -49,7 +50,14 @@ def test_shape_and_memory(toy):
     assert "restricted" in repr(ckks.restrict_key(full, ctx, 1))
 
 
-@pytest.mark.parametrize("level", [3, 1])
+def test_levels_do_not_nest():
+    """Why a key serving level l holds the rows of every level below: toy-n12's level 2 uses
+    primes its level 3 does not."""
+    p = ckks.toy_n12()
+    assert not set(p.rows(2)) <= set(p.rows(3))
+
+
+@pytest.mark.parametrize("level", [3, 2, 1])
 def test_same_bits_at_and_below_the_level(toy, put, level):
     ctx, keys = toy
     evk = keys.evaluation

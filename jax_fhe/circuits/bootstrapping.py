@@ -120,6 +120,12 @@ class Bootstrapper:
         steps |= set(_trace_steps(self.slots, self.cts.phases[0].params.n))
         return tuple(sorted(steps))
 
+    def stc_only_steps(self) -> tuple:
+        """Rotations only SlotToCoeff uses (at ``levels[2]`` and below): their keys are cut to
+        that level (:func:`gen_bootstrap_keys`)."""
+        steps = set(dft.rotation_steps(self.stc)) - set(dft.rotation_steps(self.cts))
+        return tuple(sorted(steps - set(_trace_steps(self.slots, self.cts.phases[0].params.n))))
+
     def __repr__(self) -> str:
         top, em, stc, out = self.levels
         return (f"Bootstrapper(slots={self.slots}, CtS {top}->{em}, EvalMod {em}->{stc}, "
@@ -228,14 +234,20 @@ def gen_bootstrap_keys(ctx: CKKSContext, sk: SecretKey, boot: Bootstrapper, rng:
     ``progress``), and the two secret-switching keys through a fresh sparse secret of Hamming
     weight ``boot.config.sparse_hamming_weight`` (sampled here, used only inside the keys).
     ``seed_a``: every key's uniform parts come from a recorded public seed, so that
-    :mod:`jax_fhe.io` stores the keys in half the size (:mod:`jax_fhe.ckks.keys`)."""
+    :mod:`jax_fhe.io` stores the keys in half the size (:mod:`jax_fhe.ckks.keys`).
+
+    The rotation keys only SlotToCoeff uses are cut to its start level (``boot.levels[2]``,
+    :func:`jax_fhe.ckks.restrict_key`: n16-boot levels 0..16, 3 of 4 digits on 39 of 59 rows): the
+    same bits there and below; ``keys.evk`` refuses (ValueError) those steps above it."""
     if not isinstance(boot, Bootstrapper):
         raise TypeError(f"gen_bootstrap_keys: expected a Bootstrapper, got {type(boot).__name__}")
     rng = as_host_random(rng)
     p = ctx.params
-    evk = ckks.EvalKeys(relin=ckks.gen_relin_key(ctx, sk, rng, seed_a=seed_a),
-                        rotations=ckks.gen_rotation_keys(ctx, sk, boot.rotation_steps(), rng, progress=progress,
-                                                         seed_a=seed_a),
+    relin = ckks.gen_relin_key(ctx, sk, rng, seed_a=seed_a)
+    rotations = ckks.gen_rotation_keys(ctx, sk, boot.rotation_steps(), rng, progress=progress, seed_a=seed_a)
+    stc_only = set(boot.stc_only_steps())
+    rotations = {s: ckks.restrict_key(k, ctx, boot.levels[2]) if s in stc_only else k for s, k in rotations.items()}
+    evk = ckks.EvalKeys(relin=relin, rotations=rotations,
                         conjugation=ckks.gen_galois_key(ctx, sk, 2 * p.n - 1, rng, seed_a=seed_a), params=p)
     sparse = rlwe_enc.secret_ntt(rlwe_enc.sample_secret(p.n, rng, boot.config.sparse_hamming_weight), ctx.ring)
     to_sparse = ckks.gen_switching_key(ctx, sk.s, sparse, rng, tables=boot.sse_tables, seed_a=seed_a)

@@ -179,13 +179,16 @@ def gen_rotation_keys(ctx: CKKSContext, sk: SecretKey, steps, rng: HostRandom | 
 
 def restrict_key(key, ctx: CKKSContext, level: int):
     """``key`` cut to what key switching at ``level`` and every lower level reads (a hybrid key:
-    the digits and rows of that level, :func:`jax_fhe.rlwe.hybrid.restrict_key`; at n16-boot's
-    level 14, 28% of the memory); the same bits as the whole key there, refused (ValueError)
-    above. Keys of another method (KLSS, a MultiKey) are returned as they are."""
+    the digits and rows of levels 0..level, :func:`jax_fhe.rlwe.hybrid.restrict_key`: the
+    union, since a level need not hold the primes of the one below; at n16-boot's level 14, 30%
+    of the memory); the same bits as the whole key there, refused (ValueError) above. Keys of
+    another method (KLSS, a MultiKey) are returned as they are."""
     ctx = check_context(ctx, "restrict_key")
     level = ctx.params.check_level(level)
-    tables = ctx.keyswitch_tables(level)
-    if not isinstance(key, hybrid.KeySwitchKey) or not isinstance(tables, hybrid.HybridTables):
+    held = set(ctx.levels())
+    tables = [ctx.keyswitch_tables(lv) if lv in held else keyswitch.level_tables(ctx.params, lv)
+              for lv in range(level + 1)]
+    if not isinstance(key, hybrid.KeySwitchKey) or not all(isinstance(t, hybrid.HybridTables) for t in tables):
         return key
     return hybrid.restrict_key(key, tables)
 

@@ -618,9 +618,12 @@ def gen_keys(ctx: CKKSContext, sk, p: Plan, boot=None, rng=None, *, progress: bo
         relin = ckks.gen_relin_key(ctx, sk, rng)
         return EvalKeys(relin=relin, rotations=keys, conjugation=None, params=ctx.params), None
     bk = circuits.gen_bootstrap_keys(ctx, sk, boot, rng, progress=progress)
-    extra = ckks.gen_rotation_keys(ctx, sk, [s for s in p.rotations if s not in bk.evk.rotations], rng,
-                                   progress=progress)
-    # the layers' own keys serve their levels only (the bootstrap's keep every level)
+    # bootstrapping's keys serve every level but SlotToCoeff's, cut to its start level: a layer
+    # rotating above that by one of those steps gets a key of its own
+    short = set(boot.stc_only_steps()) if p.rotation_level > boot.levels[2] else set()
+    extra = ckks.gen_rotation_keys(ctx, sk, [s for s in p.rotations if s not in bk.evk.rotations or s in short],
+                                   rng, progress=progress)
+    # the layers' own keys serve their levels only
     extra = {s: ckks.restrict_key(k, ctx, p.rotation_level) for s, k in extra.items()}
     rot = dict(bk.evk.rotations)
     rot.update(extra)

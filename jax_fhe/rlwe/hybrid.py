@@ -207,19 +207,22 @@ class KeySwitchKey:
         return f"KeySwitchKey(dnum={self.dnum}, rows={self.data.shape[-2]}, N={self.data.shape[-1]}{part})"
 
 
-def restrict_key(key: KeySwitchKey, tables: HybridTables) -> KeySwitchKey:
-    """The part of ``key`` that switches with ``tables`` and at every lower level: the digits up
-    to the tables' last and the rows of their basis and special primes (a key serving levels up
-    to 14 of n16-boot holds 2 of 4 digits on 33 of 59 rows: 28% of the memory). Key switching
-    with it gives the same bits as with the whole key; tables that need a row or digit it lacks
-    are refused (ValueError). A key with nothing to cut is returned as it is."""
+def restrict_key(key: KeySwitchKey, tables) -> KeySwitchKey:
+    """The part of ``key`` that switches with ``tables`` (one :class:`HybridTables` or a sequence
+    of them, e.g. every level a key serves: a chain whose levels do not nest their primes needs
+    the union): the digits up to the tables' last and the rows of their basis and special primes
+    (a key serving levels 0..14 of n16-boot holds 2 of 4 digits on 35 of 59 rows: 30% of the
+    memory). Key switching with it gives the same bits as with the whole key; tables that need a
+    row or digit it lacks are refused (ValueError). A key with nothing to cut is returned as it
+    is."""
     if not isinstance(key, KeySwitchKey):
         raise TypeError(f"restrict_key: expected a KeySwitchKey, got {type(key).__name__}")
-    if not isinstance(tables, HybridTables):
-        raise TypeError(f"restrict_key: expected HybridTables, got {type(tables).__name__}")
+    many = tuple(tables) if isinstance(tables, (list, tuple)) else (tables,)
+    if not many or not all(isinstance(t, HybridTables) for t in many):
+        raise TypeError(f"restrict_key: expected HybridTables or a sequence of them, got {tables!r:.80}")
     held = key.held_rows()
-    want = tuple(sorted(set(tables.rows) | set(tables.special_rows)))
-    digits = max(d for d, _ in tables.digits) + 1
+    want = tuple(sorted(set().union(*(set(t.rows) | set(t.special_rows) for t in many))))
+    digits = max(d for t in many for d, _ in t.digits) + 1
     missing = sorted(set(want) - set(held))
     if missing or digits > key.dnum:
         raise ValueError(f"restrict_key: {key!r} lacks rows {missing} or digits up to {digits - 1} of these tables")
