@@ -184,13 +184,12 @@ def restrict_key(key, ctx: CKKSContext, level: int):
     of the memory); the same bits as the whole key there, refused (ValueError) above. Keys of
     another method (KLSS, a MultiKey) are returned as they are."""
     ctx = check_context(ctx, "restrict_key")
-    level = ctx.params.check_level(level)
-    held = set(ctx.levels())
-    tables = [ctx.keyswitch_tables(lv) if lv in held else keyswitch.level_tables(ctx.params, lv)
-              for lv in range(level + 1)]
-    if not isinstance(key, hybrid.KeySwitchKey) or not all(isinstance(t, hybrid.HybridTables) for t in tables):
+    p = ctx.params
+    level = p.check_level(level)
+    if not isinstance(key, hybrid.KeySwitchKey) or any(keyswitch.level_method(p, lv) != "hybrid"
+                                                       for lv in range(level + 1)):
         return key
-    return hybrid.restrict_key(key, tables)
+    return hybrid.restrict_key_rows(key, set().union(*(p.rows(lv) for lv in range(level + 1))), p.special_rows)
 
 
 def keygen(ctx: CKKSContext, rng: HostRandom | None = None, *, rotations=(), conjugation: bool = False,

@@ -331,8 +331,10 @@ def plan(spec, params, ckks_params, act: PolyReLU, bounds, *, input_shape=(32, 3
             op.level = min(level[op.src], level[op.src2])
             level[op.out] = op.level
     top = max((op.level for op in ops if op.kind in ("linear", "rotsum")), default=0)
-    top_rows = len(ckks_params.rows(top))
-    key_bytes = len(rotations) * -(-top_rows // ckks_params.alpha) * 2 * (top_rows + ckks_params.alpha) * N * 4
+    # a key cut to `top` holds the q rows of every level up to it (ckks.restrict_key)
+    key_rows = set().union(*(ckks_params.rows(lv) for lv in range(top + 1)))
+    digits = max(r // ckks_params.alpha for r in key_rows) + 1
+    key_bytes = len(rotations) * digits * 2 * (len(key_rows) + len(ckks_params.special_rows)) * N * 4
     return Plan(ops=ops, slots=n, classes=len(out_slots), out_slots=tuple(int(v) for v in out_slots), act=act, bounds=tuple(bounds), start_level=start_level,
                 boot_level=boot_level, bootstraps=boots, diagonals=ndiag, rotations=tuple(sorted(rotations)),
                 diagonal_bytes=dbytes, key_bytes=key_bytes, out_level=level[ops[-1].out],

@@ -210,19 +210,26 @@ class KeySwitchKey:
 def restrict_key(key: KeySwitchKey, tables) -> KeySwitchKey:
     """The part of ``key`` that switches with ``tables`` (one :class:`HybridTables` or a sequence
     of them, e.g. every level a key serves: a chain whose levels do not nest their primes needs
-    the union): the digits up to the tables' last and the rows of their basis and special primes
-    (a key serving levels 0..14 of n16-boot holds 2 of 4 digits on 35 of 59 rows: 30% of the
-    memory). Key switching with it gives the same bits as with the whole key; tables that need a
-    row or digit it lacks are refused (ValueError). A key with nothing to cut is returned as it
-    is."""
-    if not isinstance(key, KeySwitchKey):
-        raise TypeError(f"restrict_key: expected a KeySwitchKey, got {type(key).__name__}")
+    the union): :func:`restrict_key_rows` of their basis and special rows."""
     many = tuple(tables) if isinstance(tables, (list, tuple)) else (tables,)
     if not many or not all(isinstance(t, HybridTables) for t in many):
         raise TypeError(f"restrict_key: expected HybridTables or a sequence of them, got {tables!r:.80}")
+    return restrict_key_rows(key, set().union(*(t.rows for t in many)),
+                             set().union(*(t.special_rows for t in many)))
+
+
+def restrict_key_rows(key: KeySwitchKey, rows, special_rows) -> KeySwitchKey:
+    """The part of ``key`` that switches bases within the q rows ``rows`` with the special rows
+    ``special_rows``: the digits up to the last that holds one of ``rows`` (digit d = q rows
+    [d alpha, (d+1) alpha)) on those rows (a key serving levels 0..14 of n16-boot holds 2 of 4
+    digits on 35 of 59 rows: 30% of the memory). Key switching with it gives the same bits as
+    with the whole key; tables that need a row or digit it lacks are refused (ValueError). A key
+    with nothing to cut is returned as it is."""
+    if not isinstance(key, KeySwitchKey):
+        raise TypeError(f"restrict_key: expected a KeySwitchKey, got {type(key).__name__}")
     held = key.held_rows()
-    want = tuple(sorted(set().union(*(set(t.rows) | set(t.special_rows) for t in many))))
-    digits = max(d for t in many for d, _ in t.digits) + 1
+    want = tuple(sorted(set(rows) | set(special_rows)))
+    digits = max(d for d, _ in digit_rows(rows, key.alpha)) + 1
     missing = sorted(set(want) - set(held))
     if missing or digits > key.dnum:
         raise ValueError(f"restrict_key: {key!r} lacks rows {missing} or digits up to {digits - 1} of these tables")
