@@ -157,3 +157,75 @@ def test_key_switch_with_more_digits_than_one_launch():
                                       np.asarray(ext))
         np.testing.assert_array_equal(np.asarray(rlwe.key_switch(x, key, ring, tables)),
                                       np.asarray(rlwe.mod_down(ext, ring, tables)))
+
+
+def _divided(res, mods, big_pd):
+    """Exact round(z / (P D)) for the residues ``res`` of z modulo ``mods`` (centered CRT)."""
+    big = math.prod(mods)
+    z = _centered(sum(int(r) * (big // m) * pow(big // m, -1, m) for r, m in zip(res, mods)), big)
+    return (z - _centered(z, big_pd)) // big_pd
+
+
+@pytest.mark.parametrize("with_add", [False, True])
+def test_divide_is_the_rounded_quotient(basis, device, put, with_add):
+    """ModDown merged with a rescale: key_switch_divide(x) = round((key product + P add) / (P D))
+    and mod_down_divide(y) = round(y / (P D)) over the kept rows, against exact integers (D =
+    rows 1 and 3 of the basis 0..4, P = rows 5, 6), batched, jitted."""
+    import jax
+    primes, qrows, prows = basis
+    drop = (1, 3)
+    keep = (0, 2, 4)
+    ring = put(rns.make_context(primes, N))
+    tables = put(rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2))
+    assert rlwe.keyswitch.can_divide(tables, drop)
+    r = HostRandom.insecure_deterministic(11)
+    s = ops.ntt(jnp.asarray(rns.to_residues(r.ternary((2, N)), primes)), ring)
+    key = put(rlwe.gen_switching_key(ring, s[0], s[1], num_q=5, alpha=2, sigma=3.2, rng=r))
+    x = put(jnp.asarray(np.moveaxis(r.uniform_mod([primes[i] for i in qrows], (2, N)), 0, 1)))  # [2, 5, N]
+    add = (put(jnp.asarray(np.moveaxis(r.uniform_mod([primes[i] for i in qrows], (2, 2, N)), 0, 2)))
+           if with_add else None)                                                               # [2, 2, 5, N]
+    y = rlwe.key_inner_product(rlwe.mod_up(x, ring, tables), key, ring, tables)                  # [2, 2, 7, N]
+    got = jax.jit(rlwe.keyswitch.key_switch_divide, static_argnums=4)(x, key, ring, tables, drop, add)
+    assert got.shape == (2, 2, 3, N)
+    got = np.asarray(ops.intt(got, ring, keep))
+    y_c = np.asarray(ops.intt(y, ring, tables.ext_rows))
+    a_c = np.asarray(ops.intt(add, ring, qrows)) if with_add else np.zeros((2, 2, 5, N), np.uint32)
+    big_p = math.prod(primes[i] for i in prows)
+    mods = [primes[i] for i in tables.ext_rows]
+    pd = big_p * primes[1] * primes[3]
+    bad = 0
+    for b in range(2):
+        for c in range(2):
+            for k in range(0, N, 7):
+                res = [(int(y_c[b, c, j, k]) + (big_p * int(a_c[b, c, j, k]) if j < 5 else 0)) % m
+                       for j, m in enumerate(mods)]
+                want = _divided(res, mods, pd)
+                row = [int(got[b, c, j, k]) for j in range(3)]
+                if row != [want % primes[i] for i in keep]:
+                    # the fixed-point quotient may slip by one near a half: off by exactly 1
+                    assert any(row == [(want + e) % primes[i] for i in keep] for e in (-1, 1)), (b, c, k)
+                    bad += 1
+    assert bad <= 2
+    if not with_add:  # the unfused division of extended data: the same bits
+        np.testing.assert_array_equal(np.asarray(ops.intt(rlwe.keyswitch.mod_down_divide(y, ring, tables, drop),
+                                                          ring, keep)), got)
+
+
+def test_divide_refused(basis):
+    primes, qrows, prows = basis
+    ring = rns.make_context(primes, N)
+    tables = rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2)
+    assert not rlwe.keyswitch.can_divide(tables, (5,))      # a special row
+    assert not rlwe.keyswitch.can_divide(tables, ())
+    bgv = rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2, plain_modulus=65537)
+    assert not rlwe.keyswitch.can_divide(bgv, (4,))          # ModDown keeps the phase mod t
+    with pytest.raises(ValueError, match="cannot merge ModDown"):
+        rlwe.keyswitch.mod_down_divide(jnp.zeros((7, N), jnp.uint32), ring, bgv, (4,))
+    with pytest.raises(ValueError, match=r"expected \[\.\.\., 7, N\]"):
+        rlwe.keyswitch.mod_down_divide(jnp.zeros((5, N), jnp.uint32), ring, tables, (4,))
+    r = HostRandom.insecure_deterministic(12)
+    s = ops.ntt(jnp.asarray(rns.to_residues(r.ternary((2, N)), primes)), ring)
+    key = rlwe.gen_switching_key(ring, s[0], s[1], num_q=5, alpha=2, sigma=3.2, rng=r)
+    with pytest.raises(ValueError, match="add has shape"):
+        rlwe.keyswitch.key_switch_divide(jnp.zeros((5, N), jnp.uint32), key, ring, tables, (4,),
+                                         add=jnp.zeros((5, N), jnp.uint32))

@@ -336,6 +336,14 @@ def double_hoisted(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: E
     """M ct before the rescale (at lt.level, scale ct.scale * lt.scale), double-hoisted (module
     doc): every baby rotation and product stays in the extended basis; one ModDown per giant
     step's c1, one for the total."""
+    total = _double_hoisted_total(ct, lt, ctx, evk)
+    data = keyswitch.mod_down(total, ctx.ring, ctx.keyswitch_tables(lt.level))
+    return ct.replace(data=data, scale=ct.scale * lt.scale)
+
+
+def _double_hoisted_total(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: EvalKeys) -> jax.Array:
+    """P M ct over the extended basis, uint32[..., 2, L + alpha_p, N]: :func:`double_hoisted`
+    before its last ModDown."""
     p = ctx.params
     ring, tables = ctx.ring, ctx.keyswitch_tables(lt.level)
     ext = keyswitch.extended_rows(tables)
@@ -376,8 +384,7 @@ def double_hoisted(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: E
                           axis=-3)
             acc = ops.automorphism_ntt(u, ops.galois_element(g, p.n))
         total = acc if total is None else ops.add_mod(total, acc, ring, ext)
-    data = keyswitch.mod_down(total, ring, tables)
-    return ct.replace(data=data, scale=ct.scale * lt.scale)
+    return total
 
 
 def linear_transform(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk: EvalKeys, *,
@@ -407,10 +414,11 @@ def linear_transform(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext, evk:
         ct = dataclasses.replace(ct, slots=lt.slots)
     if ct.level > lt.level:
         ct = ckks.level_down(ct, ctx, lt.level)
-    acc = double_hoisted(ct, lt, ctx, evk)
     if not rescale:
-        return acc
-    out = ckks.rescale(acc, ctx)
+        return double_hoisted(ct, lt, ctx, evk)
+    # the total's ModDown and the rescale: one division by P rho where the level allows
+    data = ckks.mod_down_rescale(_double_hoisted_total(ct, lt, ctx, evk), ctx, lt.level)
+    scale = ct.scale * lt.scale / float(lt.params.ratio(lt.level))
     if lt.scale == float(lt.params.ratio(lt.level)):  # the label is unchanged (to rounding)
-        out = dataclasses.replace(out, scale=ct.scale)
-    return out
+        scale = ct.scale
+    return ct.replace(data=data, level=lt.level - 1, scale=scale)

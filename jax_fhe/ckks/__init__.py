@@ -10,7 +10,8 @@ evaluator function is pure and works under ``jax.jit`` and ``jax.vmap``. Rescali
 from .context import CKKSContext, RescaleTables, make_context
 from .encoder import compact_coefficients, decode, encode, encode_extended
 from .encryption import decrypt, encrypt
-from .evaluator import add, level_down, mul, mul_i, neg, relinearize, rescale, scales_match, sub
+from .evaluator import (add, level_down, mod_down_rescale, mul, mul_i, neg, relinearize, rescale, scales_match,
+                        sub)
 from .keys import (EvalKeys, KeySet, PublicKey, SecretKey, gen_galois_key, gen_public_key,
                    gen_relin_key, gen_rotation_keys, gen_secret_key, gen_switching_key, keygen,
                    restrict_key)
@@ -29,7 +30,7 @@ __all__ = [
     "encode_extended", "encrypt",
     "gen_galois_key", "gen_public_key", "gen_relin_key", "gen_rotation_keys", "gen_secret_key", "restrict_key",
     "gen_switching_key", "relinearize", "ModRaiseTables", "make_mod_raise_tables", "mod_raise", "switch_key",
-    "keygen", "level_down", "make_context", "mul", "mul_i", "neg", "precision", "preset",
+    "keygen", "level_down", "make_context", "mod_down_rescale", "mul", "mul_i", "neg", "precision", "preset",
     "rescale", "rotate", "rotate_hoisted", "scales_match", "sub", "toy_boot_n12", "toy_n11_single",
     "toy_n12", "toy_n12_klss",
 ]

@@ -145,6 +145,18 @@ def rescale(ct: Ciphertext, ctx: CKKSContext) -> Ciphertext:
 _rescale = rescale  # for functions whose ``rescale`` flag shadows the name
 
 
+def mod_down_rescale(y, ctx: CKKSContext, level: int) -> jax.Array:
+    """ModDown of extended-basis data y: uint32[..., L_level + alpha_p, N] (NTT, the level's
+    key-switching ``ext_rows``: e.g. a double-hoisted sum of key products) and the rescale to
+    level - 1: uint32[..., L_{level-1}, N]. One division by P D where the level allows
+    (:func:`jax_fhe.rlwe.keyswitch.mod_down_divide`: one rounding, no NTT in between), else the
+    two one after the other."""
+    tables = ctx.keyswitch_tables(level)
+    if _divides(ctx, level):
+        return keyswitch.mod_down_divide(y, ctx.ring, tables, ctx.params.dropped(level))
+    return rescale_data(keyswitch.mod_down(y, ctx.ring, tables), ctx, level)
+
+
 def _drop_limbs(x, params, level: int, target: int) -> jax.Array:
     rows = params.rows(level)
     return take_limbs(x, [rows.index(r) for r in params.rows(target)])
@@ -362,6 +374,18 @@ def relinearize_data(d0, d1, d2, ctx: CKKSContext, relin_key, level: int) -> jax
                       ops.add_mod(d1, u[..., 1, :, :], ctx.ring, rows)], axis=-3)
 
 
+def _divides(ctx: CKKSContext, level: int) -> bool:
+    """Whether a key switch at ``level`` and the rescale after it can be one division by P D
+    (:func:`jax_fhe.rlwe.keyswitch.key_switch_divide`): the rescale only drops primes, and the
+    level's method can (hybrid with a plain ModDown)."""
+    p = ctx.params
+    if level == 0 or p.added(level):
+        return False
+    drop = p.dropped(level)
+    return (tuple(r for r in p.rows(level) if r not in drop) == p.rows(level - 1)
+            and keyswitch.can_divide(ctx.keyswitch_tables(level), drop))
+
+
 def _const_scale(ct: Ciphertext, c, rescale_after: bool) -> float:
     """Scale at which to encode a constant multiplier: one that makes the next rescale land on
     the default scale of level - 1 (exact integers are multiplied at scale 1 when no rescale
@@ -432,6 +456,12 @@ def mul(a: Ciphertext, b, ctx: CKKSContext, evk: EvalKeys | None = None, *, resc
             b1, a1, b2, a2 = x[..., 0, :, :], x[..., 1, :, :], y[..., 0, :, :], y[..., 1, :, :]
             mm = lambda u, v: ops.mul_mod(u, v, ctx.ring, rows)  # noqa: E731
             d1 = ops.add_mod(mm(b1, a2), mm(a1, b2), ctx.ring, rows)
+            if rescale and _divides(ctx, a.level):  # relinearize and rescale: one division by P D
+                d = jnp.stack([mm(b1, b2), d1], axis=-3)
+                data = keyswitch.key_switch_divide(mm(a1, a2), evk.relin, ctx.ring, ctx.keyswitch_tables(a.level),
+                                                   a.params.dropped(a.level), add=d)
+                rho = float(a.params.ratio(a.level))
+                return a.replace(data=data, level=a.level - 1, scale=a.scale * b.scale / rho)
             data = relinearize_data(mm(b1, b2), d1, mm(a1, a2), ctx, evk.relin, a.level)
         else:
             data = ops.tensor_product(x, y, ctx.ring, rows)

@@ -39,6 +39,7 @@ keys are arguments. The method registers itself as "hybrid" with :mod:`.keyswitc
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -51,7 +52,7 @@ from .. import ops
 from ..ops import take_limbs
 from ..ops.bconv import MAX_STACKED
 from ..rns.context import RNSContext
-from ..rns.crt import ExactConv, make_exact_conv
+from ..rns.crt import MAX_TERMS, ExactConv, make_exact_conv
 from ..rns.pytree import HostTable, host_u32, pytree_dataclass, static_field
 from ..rns.sampling import HostRandom, as_host_random, record_uniform_seed
 from ..rns.shoup import device_u32
@@ -530,6 +531,123 @@ def key_switch(x, key: KeySwitchKey, ring: RNSContext, tables: HybridTables) -> 
     return key_switch_convs(x, mod_up_convs(x, ring, tables), key, ring, tables)
 
 
+# -- ModDown merged with a rescale ----------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _DividePlan:
+    """Static tables of dividing extended-basis data by P D (D: rows of the basis a rescale
+    drops): ``conv`` the centered conversion from S = D + P to the kept rows B' = B - D;
+    ``p_mod`` P mod each prime of D; ``pd_inv`` (P D)^-1 and ``d_inv`` D^-1 mod each prime of B'."""
+
+    conv: ExactConv
+    p_mod: HostTable
+    pd_inv: tuple
+    pd_inv_table: HostTable
+    d_inv: HostTable
+    src: tuple
+    keep: tuple
+    drop_pos: tuple
+    keep_pos: tuple
+
+
+@functools.lru_cache(maxsize=256)
+def _divide_plan(primes: tuple, rows: tuple, special_rows: tuple, drop_rows: tuple) -> _DividePlan:
+    q = [int(v) for v in primes]
+    keep = tuple(r for r in rows if r not in drop_rows)
+    src = drop_rows + special_rows
+    big_p = math.prod(q[r] for r in special_rows)
+    big_d = math.prod(q[r] for r in drop_rows)
+    return _DividePlan(conv=make_exact_conv(q, src, keep), p_mod=host_u32([big_p % q[r] for r in drop_rows]),
+                       pd_inv=tuple(pow(big_p * big_d, -1, q[r]) for r in keep),
+                       pd_inv_table=host_u32([pow(big_p * big_d, -1, q[r]) for r in keep]),
+                       d_inv=host_u32([pow(big_d, -1, q[r]) for r in keep]), src=src, keep=keep,
+                       drop_pos=tuple(rows.index(r) for r in drop_rows),
+                       keep_pos=tuple(rows.index(r) for r in keep))
+
+
+def can_divide(tables: HybridTables, drop_rows) -> bool:
+    """Whether :func:`key_switch_divide` / :func:`mod_down_divide` can divide by P D for the
+    rows ``drop_rows`` of the basis: a plain ModDown (no plaintext-modulus correction) and at
+    most 16 primes in D + P (one centered conversion)."""
+    drop = tuple(int(r) for r in drop_rows)
+    return (tables.plain is None and bool(drop) and set(drop) <= set(tables.rows)
+            and len(drop) + len(tables.special_rows) <= MAX_TERMS)
+
+
+def _plan_for(ring: RNSContext, tables: HybridTables, drop_rows, what: str) -> _DividePlan:
+    if not isinstance(tables, HybridTables):
+        raise TypeError(f"{what}: expected HybridTables, got {type(tables).__name__}")
+    if not can_divide(tables, drop_rows):
+        raise ValueError(f"{what}: cannot divide by P D for rows {tuple(drop_rows)} of the basis "
+                         f"{tables.rows} (they must be basis rows, at most {MAX_TERMS} primes with P, "
+                         f"and ModDown must be plain)")
+    return _divide_plan(tuple(int(v) for v in ring.primes), tables.rows, tables.special_rows,
+                        tuple(int(r) for r in drop_rows))
+
+
+def _add_divided(out, add, plan: _DividePlan, ring: RNSContext):
+    """out + add D^-1 on the kept rows (the part P add of the dividend, divided by P D)."""
+    if add is None:
+        return out
+    term = ops.mul_limb_consts(take_limbs(add, plan.keep_pos), plan.d_inv, ring, plan.keep)
+    return ops.add_mod(*jnp.broadcast_arrays(out, term), ring, plan.keep)
+
+
+def _add_lifted(ys, add_d, plan: _DividePlan, ring: RNSContext):
+    """ys (rows S = D + P) plus P add_d on its first |D| rows (add_d: add's D rows, in the
+    domain of ys)."""
+    nd = len(plan.drop_pos)
+    drop = plan.src[:nd]
+    ys, lift = _broadcast_lead(ys, ops.mul_limb_consts(add_d, plan.p_mod, ring, drop))
+    return jnp.concatenate([ops.add_mod(ys[..., :nd, :], lift, ring, drop), ys[..., nd:, :]], axis=-2)
+
+
+def _check_add(add, tables: HybridTables, what: str):
+    if add is not None and (add.ndim < 3 or add.shape[-3:-1] != (2, len(tables.rows))):
+        raise ValueError(f"{what}: add has shape {tuple(add.shape)}, expected [..., 2, {len(tables.rows)}, N]")
+
+
+def key_switch_divide(x, convs: Sequence, key: KeySwitchKey, ring: RNSContext, tables: HybridTables,
+                      drop_rows, add=None) -> jax.Array:
+    """round((key product of x + P add) / (P D)): a key switch (:func:`key_switch_convs`) whose
+    result is added to ``add`` (uint32[..., 2, L, N], NTT, or None) and rescaled by D, the
+    product of the basis rows ``drop_rows``, with one rounding and one conversion from D + P
+    instead of ModDown's and the rescale's. Returns uint32[..., 2, L - |D|, N] over the other
+    basis rows (NTT). The same two fused key-product launches as :func:`key_switch_convs`, over
+    D + P (with the inverse NTT) and over the kept rows (with the NTT of the conversion, the
+    subtraction and the scale (P D)^-1): the rescale's forward NTT of every kept limb is gone."""
+    plan = _plan_for(ring, tables, drop_rows, "key_switch_divide")
+    _check_add(add, tables, "key_switch_divide")
+    ys = _key_product(x, convs, key, ring, tables, plan.src, intt=(ring, plan.src))  # [..., 2, |S|, N] coefficients
+    if add is not None:  # + P add on D's rows (0 on P's), in the coefficient domain: the INTT is linear
+        ys = _add_lifted(ys, ops.intt(take_limbs(add, plan.drop_pos), ring, plan.src[:len(plan.drop_pos)]),
+                         plan, ring)
+    conv = ops.exact_conv(ys, plan.conv)
+    out = _key_product(x, convs, key, ring, tables, plan.keep, sub=conv, scale=plan.pd_inv,
+                       sub_ntt=(ring, plan.keep))
+    return _add_divided(out, add, plan, ring)
+
+
+def _broadcast_lead(a, b):
+    lead = jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return jnp.broadcast_to(a, lead + a.shape[-2:]), jnp.broadcast_to(b, lead + b.shape[-2:])
+
+
+def mod_down_divide(y, ring: RNSContext, tables: HybridTables, drop_rows) -> jax.Array:
+    """round(y / (P D)) for y: uint32[..., L + alpha_p, N] over the extended basis (e.g. a
+    double-hoisted sum of key products, NTT): :func:`mod_down` and the rescale that drops the
+    basis rows ``drop_rows`` (product D) in one division (one INTT of D + P, one centered
+    conversion, one NTT of the kept rows). Returns uint32[..., L - |D|, N] over the other basis
+    rows (NTT)."""
+    plan = _plan_for(ring, tables, drop_rows, "mod_down_divide")
+    _check_basis(y, tables, "mod_down_divide", extended=True)
+    nl = len(tables.rows)
+    ys = take_limbs(y, list(plan.drop_pos) + list(range(nl, nl + len(tables.special_rows))))
+    conv = ops.ntt(ops.exact_conv(ops.intt(ys, ring, plan.src), plan.conv), ring, plan.keep)
+    diff = ops.sub_mod(take_limbs(y, plan.keep_pos), conv, ring, plan.keep)
+    return ops.mul_limb_consts(diff, plan.pd_inv_table, ring, plan.keep)
+
+
 def _make_tables(primes, rows, special_rows, alpha, *, plain_modulus=None, **options):
     if options:
         raise TypeError(f"hybrid key switching takes the option plain_modulus only, got {sorted(options)}")
@@ -539,4 +657,5 @@ def _make_tables(primes, rows, special_rows, alpha, *, plain_modulus=None, **opt
 METHOD = keyswitch.register(keyswitch.Method(
     name="hybrid", tables_type=HybridTables, key_type=KeySwitchKey, make_tables=_make_tables,
     gen_key=gen_switching_key, decompose=mod_up_convs, product_extended=key_product_extended,
-    mod_down=mod_down, switch=key_switch_convs, lift_extended=lift_extended))
+    mod_down=mod_down, switch=key_switch_convs, lift_extended=lift_extended,
+    divide=keyswitch.Divide(can=can_divide, switch=key_switch_divide, mod_down=mod_down_divide)))

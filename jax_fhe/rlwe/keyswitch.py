@@ -17,6 +17,10 @@ The stages, each a function here so that circuits can hoist and accumulate:
    :func:`mod_down` (double hoisting). :func:`lift_extended` brings another ciphertext part into
    the same basis (times P), so that it can join the sum.
 3. :func:`mod_down`: divide by P with rounding, back to the basis.
+   Where a CKKS rescale follows (divide by D, the product of basis rows it drops), a method
+   may offer both divisions as one (:class:`Divide`: :func:`key_switch_divide`,
+   :func:`mod_down_divide`): one rounding and one conversion from D + P, and no forward NTT of
+   the result between ModDown and the rescale.
 
 :func:`key_switch` and :func:`key_switch_decomposed` compute mod_down(product_extended(...)) as
 the method's fused kernels do (bit for bit the same as the stages chained).
@@ -52,6 +56,23 @@ _BY_TABLES: dict = {}
 
 
 @dataclasses.dataclass(frozen=True)
+class Divide:
+    """A method's ModDown merged with the rescale after it: the division by P D, D the product
+    of basis rows ``drop_rows`` that the rescale drops, with one rounding.
+
+    can:      (tables, drop_rows) -> bool: whether these tables can.
+    switch:   (x, dec, key, ring, tables, drop_rows, add) -> uint32[..., 2, L - |D|, N]:
+              round((product_extended + P add) / (P D)) over the kept rows; ``add``
+              uint32[..., 2, L, N] or None.
+    mod_down: (y, ring, tables, drop_rows) -> uint32[..., L - |D|, N]: round(y / (P D)).
+    """
+
+    can: Callable
+    switch: Callable
+    mod_down: Callable
+
+
+@dataclasses.dataclass(frozen=True)
 class Method:
     """One key-switching method.
 
@@ -79,6 +100,7 @@ class Method:
     derive_key:     optional (hybrid_key, ring, *, num_q, alpha, **options) -> key: this
                     method's key from a hybrid key (the same first level), used where a
                     parameter set's levels mix methods (:class:`MultiKey`).
+    divide:         optional :class:`Divide`: ModDown merged with a following rescale.
     """
 
     name: str
@@ -94,6 +116,7 @@ class Method:
     options: tuple = ()
     needs_chain: bool = False
     derive_key: Callable | None = None
+    divide: Divide | None = None
 
 
 @pytree_dataclass
@@ -310,3 +333,34 @@ def key_switch(x, key, ring, tables) -> jax.Array:
     m = method_of(tables)
     key = _check_key(key, m, "key_switch")
     return m.switch(x, m.decompose(x, ring, tables), key, ring, tables)
+
+
+def can_divide(tables, drop_rows) -> bool:
+    """Whether the method of ``tables`` can merge ModDown with a rescale dropping the basis rows
+    ``drop_rows`` (:func:`key_switch_divide`, :func:`mod_down_divide`)."""
+    d = method_of(tables).divide
+    return d is not None and d.can(tables, tuple(drop_rows))
+
+
+def _divide(tables, drop_rows, what: str) -> Divide:
+    m = method_of(tables)
+    if m.divide is None or not m.divide.can(tables, tuple(drop_rows)):
+        raise ValueError(f"{what}: {m.name} key switching with {type(tables).__name__} cannot merge "
+                         f"ModDown with a rescale dropping rows {tuple(drop_rows)} (check can_divide)")
+    return m.divide
+
+
+def key_switch_divide(x, key, ring, tables, drop_rows, add=None) -> jax.Array:
+    """round((P add + key product of x) / (P D)) with one rounding: :func:`key_switch` of x
+    plus ``add`` (uint32[..., 2, L, N] or None), rescaled by D, the product of the basis rows
+    ``drop_rows``. Returns uint32[..., 2, L - |D|, N] over the other basis rows (NTT)."""
+    d = _divide(tables, drop_rows, "key_switch_divide")
+    m = method_of(tables)
+    key = _check_key(key, m, "key_switch_divide")
+    return d.switch(x, m.decompose(x, ring, tables), key, ring, tables, tuple(drop_rows), add)
+
+
+def mod_down_divide(y, ring, tables, drop_rows) -> jax.Array:
+    """round(y / (P D)) with one rounding: :func:`mod_down` of extended-basis data y and the
+    rescale dropping the basis rows ``drop_rows`` (product D). Returns uint32[..., L - |D|, N]."""
+    return _divide(tables, drop_rows, "mod_down_divide").mod_down(y, ring, tables, tuple(drop_rows))
