@@ -28,6 +28,35 @@ ffi::Error AutomorphismNttCpuImpl(ffi::Buffer<ffi::U32> x, ffi::ResultBuffer<ffi
   return ffi::Error::Success();
 }
 
+ffi::Error AutomorphismNttAddCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> add,
+                                     ffi::Buffer<ffi::U32> moduli, ffi::ResultBuffer<ffi::U32> y, int64_t galois) {
+  AutomorphismAddShape a;
+  if (auto e = check_automorphism_add_args(x.dimensions(), add.dimensions(), moduli.dimensions(),
+                                           y->dimensions(), galois, &a);
+      e.failure())
+    return e;
+  const int64_t n = a.s.n, limbs = a.s.limbs;
+  std::vector<uint32_t> src(n);
+  for (int64_t k = 0; k < n; ++k)
+    src[k] = automorphism_ntt_source(static_cast<uint32_t>(k), static_cast<uint32_t>(galois), a.s.log_n);
+  const uint32_t* in = x.typed_data();
+  const uint32_t* ad = add.typed_data();
+  const uint32_t* q = moduli.typed_data();
+  uint32_t* out = y->typed_data();
+  parallel_for(a.s.polys, n, [&](int64_t p) {
+    const int64_t cb = p / limbs, l = p % limbs;
+    const uint32_t* xp = in + p * n;
+    uint32_t* yp = out + p * n;
+    if (cb % a.comps != 0) {
+      for (int64_t k = 0; k < n; ++k) yp[k] = xp[src[k]];
+      return;
+    }
+    const uint32_t* ap = ad + ((a.add_batched ? cb / a.comps : 0) * limbs + l) * n;
+    for (int64_t k = 0; k < n; ++k) yp[k] = add_mod(xp[src[k]], ap[src[k]], q[l]);
+  });
+  return ffi::Error::Success();
+}
+
 // out[k] = +-in[k * g^-1 mod 2N]; the sign flips when the source index wraps past N.
 ffi::Error AutomorphismCoeffCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> moduli,
                                     ffi::ResultBuffer<ffi::U32> y, int64_t galois,
@@ -57,6 +86,14 @@ ffi::Error AutomorphismCoeffCpuImpl(ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U3
 XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismNttCpu, AutomorphismNttCpuImpl,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U32>>()
+                                  .Attr<int64_t>("galois"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismNttAddCpu, AutomorphismNttAddCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [E..., C, L, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // add [E..., L, N] or [L, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // moduli [L]
                                   .Ret<ffi::Buffer<ffi::U32>>()
                                   .Attr<int64_t>("galois"));
 

@@ -24,6 +24,28 @@ __global__ void automorphism_ntt_kernel(const uint32_t* __restrict__ x, uint32_t
   y[i] = __ldg(x + base + automorphism_ntt_source(k, galois, log_n));
 }
 
+// sigma((x0 + add, x1, ...)) (automorphism_args.h). grid.x covers the N slots, grid.y the
+// (entry, limb) pairs (strided): a thread computes its source slot once and moves that slot of
+// every component, so the add and the index arithmetic are paid once per pair, in 32 bits.
+__global__ void automorphism_ntt_add_kernel(const uint32_t* __restrict__ x, const uint32_t* __restrict__ add,
+                                            const uint32_t* __restrict__ moduli, uint32_t* __restrict__ y,
+                                            int pairs, int log_n, int limbs, int comps, bool add_batched,
+                                            uint32_t galois) {
+  const uint32_t k = blockIdx.x * kThreads + threadIdx.x;
+  if (k >= (1u << log_n)) return;
+  const uint32_t src = automorphism_ntt_source(k, galois, log_n);
+  for (int pair = blockIdx.y; pair < pairs; pair += gridDim.y) {
+    const int e = pair / limbs, l = pair - e * limbs;
+    const int64_t x_off = (static_cast<int64_t>(e) * comps * limbs + l) << log_n;
+    const int64_t a_off = (static_cast<int64_t>(add_batched ? e : 0) * limbs + l) << log_n;
+    y[x_off + k] = add_mod(__ldg(x + x_off + src), __ldg(add + a_off + src), __ldg(moduli + l));
+    for (int c = 1; c < comps; ++c) {
+      const int64_t off = x_off + (static_cast<int64_t>(c) * limbs << log_n);
+      y[off + k] = __ldg(x + off + src);
+    }
+  }
+}
+
 __global__ void automorphism_coeff_kernel(const uint32_t* __restrict__ x,
                                           const uint32_t* __restrict__ moduli,
                                           uint32_t* __restrict__ y, int64_t total, int limbs,
@@ -52,6 +74,25 @@ ffi::Error AutomorphismNttCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
   return launch_status("automorphism_ntt");
 }
 
+ffi::Error AutomorphismNttAddCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x, ffi::Buffer<ffi::U32> add,
+                                      ffi::Buffer<ffi::U32> moduli, ffi::ResultBuffer<ffi::U32> y,
+                                      int64_t galois) {
+  AutomorphismAddShape a;
+  if (auto e = check_automorphism_add_args(x.dimensions(), add.dimensions(), moduli.dimensions(),
+                                           y->dimensions(), galois, &a);
+      e.failure())
+    return e;
+  const int64_t pairs = a.entries * a.s.limbs;
+  if (pairs == 0 || a.s.n == 0) return ffi::Error::Success();
+  if (pairs > INT32_MAX) return ffi::Error::InvalidArgument("automorphism_add: too many polynomials");
+  const unsigned bx = static_cast<unsigned>((a.s.n + kThreads - 1) / kThreads);
+  const unsigned by = static_cast<unsigned>(pairs < 65535 ? pairs : 65535);
+  automorphism_ntt_add_kernel<<<dim3(bx, by), kThreads, 0, stream>>>(
+      x.typed_data(), add.typed_data(), moduli.typed_data(), y->typed_data(), static_cast<int>(pairs), a.s.log_n,
+      static_cast<int>(a.s.limbs), static_cast<int>(a.comps), a.add_batched, static_cast<uint32_t>(galois));
+  return launch_status("automorphism_ntt_add");
+}
+
 ffi::Error AutomorphismCoeffCudaImpl(cudaStream_t stream, ffi::Buffer<ffi::U32> x,
                                      ffi::Buffer<ffi::U32> moduli, ffi::ResultBuffer<ffi::U32> y,
                                      int64_t galois, int64_t galois_inv) {
@@ -76,6 +117,16 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismNttCuda, AutomorphismNttCudaImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::PlatformStream<cudaStream_t>>()
                                   .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U32>>()
+                                  .Attr<int64_t>("galois"),
+                              {ffi::Traits::kCmdBufferCompatible});
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(AutomorphismNttAddCuda, AutomorphismNttAddCudaImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // x [E..., C, L, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // add [E..., L, N] or [L, N]
+                                  .Arg<ffi::Buffer<ffi::U32>>()  // moduli [L]
                                   .Ret<ffi::Buffer<ffi::U32>>()
                                   .Attr<int64_t>("galois"),
                               {ffi::Traits::kCmdBufferCompatible});

@@ -28,6 +28,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_bconv"] = capsule(jax_fhe::BconvCpu);
     d["jax_fhe_bconv_centered"] = capsule(jax_fhe::BconvCenteredCpu);
     d["jax_fhe_automorphism_ntt"] = capsule(jax_fhe::AutomorphismNttCpu);
+    d["jax_fhe_automorphism_ntt_add"] = capsule(jax_fhe::AutomorphismNttAddCpu);
     d["jax_fhe_automorphism_coeff"] = capsule(jax_fhe::AutomorphismCoeffCpu);
     d["jax_fhe_mod_matmul_planes"] = capsule(jax_fhe::ModMatmulPlanesCpu);
     d["jax_fhe_key_inner_product"] = capsule(jax_fhe::KeyProductCpu);
@@ -48,6 +49,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_bconv"] = capsule(jax_fhe::BconvCuda);
     d["jax_fhe_bconv_centered"] = capsule(jax_fhe::BconvCenteredCuda);
     d["jax_fhe_automorphism_ntt"] = capsule(jax_fhe::AutomorphismNttCuda);
+    d["jax_fhe_automorphism_ntt_add"] = capsule(jax_fhe::AutomorphismNttAddCuda);
     d["jax_fhe_automorphism_coeff"] = capsule(jax_fhe::AutomorphismCoeffCuda);
     d["jax_fhe_mod_matmul_planes"] = capsule(jax_fhe::ModMatmulPlanesCuda);
     d["jax_fhe_key_inner_product"] = capsule(jax_fhe::KeyProductCuda);

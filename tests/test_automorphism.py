@@ -73,3 +73,40 @@ def test_bad_galois_elements():
             ops.automorphism_ntt(x, g)
         with pytest.raises(ValueError, match="galois"):
             ops.automorphism_coeff(x, g, ctx)
+
+
+@pytest.mark.parametrize("log_n, comps, batched_add", [(10, 2, True), (10, 3, False), (16, 2, True)])
+def test_automorphism_add(log_n, comps, batched_add, device, put, rng):
+    """sigma((x0 + add, x1, ...)) in one kernel equals the sum written first, then permuted: the
+    add batched like x or one polynomial for every entry; jitted and under vmap."""
+    n = 1 << log_n
+    ps = rns.ntt_primes(30, 3, n)
+    ctx = put(rns.make_context(ps, n))
+    x = random_residues(rng, ps, n, batch=(2, comps))
+    add = random_residues(rng, ps, n, batch=(2,) if batched_add else ())
+    q = np.asarray(ps, np.uint64)[:, None]
+    summed = x.copy()
+    summed[:, 0] = ((x[:, 0].astype(np.uint64) + np.broadcast_to(add, (2,) + add.shape[-2:])) % q).astype(np.uint32)
+    for g in (ops.galois_element(1, n), ops.galois_element(-7, n), ops.conjugation_element(n)):
+        want = np.asarray(ops.automorphism_ntt(put(jnp.asarray(summed)), g))
+        got = jax.jit(lambda a, b: ops.automorphism_ntt_add(a, b, g, ctx))(put(jnp.asarray(x)), put(jnp.asarray(add)))
+        np.testing.assert_array_equal(np.asarray(got), want)
+        in_axes = (0, 0 if batched_add else None)
+        vm = jax.vmap(lambda a, b: ops.automorphism_ntt_add(a, b, g, ctx), in_axes=in_axes)(
+            put(jnp.asarray(x)), put(jnp.asarray(add)))
+        np.testing.assert_array_equal(np.asarray(vm), want)
+
+
+def test_automorphism_add_bad_inputs():
+    n = 1024
+    ps = rns.ntt_primes(30, 2, n)
+    ctx = rns.make_context(ps, n)
+    x = jnp.zeros((3, 2, 2, n), jnp.uint32)
+    with pytest.raises(ValueError, match="add must be"):
+        ops.automorphism_ntt_add(x, jnp.zeros((2, 2, n), jnp.uint32), 3, ctx)   # batch 2 against 3
+    with pytest.raises(ValueError, match="add must be"):
+        ops.automorphism_ntt_add(x, jnp.zeros((3, 1, n), jnp.uint32), 3, ctx)   # limbs
+    with pytest.raises(ValueError, match=r"\[\.\.\., C, L, N\]"):
+        ops.automorphism_ntt_add(jnp.zeros((2, n), jnp.uint32), jnp.zeros((2, n), jnp.uint32), 3, ctx)
+    with pytest.raises(ValueError, match="galois"):
+        ops.automorphism_ntt_add(x, jnp.zeros((2, n), jnp.uint32), 4, ctx)

@@ -356,8 +356,7 @@ def _double_hoisted_total(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext,
             rots[0] = jnp.stack([pc0, keyswitch.lift_extended(c1, ring, tables)], axis=-3)
             continue
         u = keyswitch.product_extended(c1, dec, _rotation_key(evk, b), ring, tables)
-        u = jnp.stack([ops.add_mod(u[..., 0, :, :], pc0, ring, ext), u[..., 1, :, :]], axis=-3)
-        rots[b] = ops.automorphism_ntt(u, ops.galois_element(b, p.n))
+        rots[b] = ops.automorphism_ntt_add(u, pc0, ops.galois_element(b, p.n), ring, ext)
     # sum_b pt_{g,b} rot_b in QP for every giant step: one kernel reads the baby rotations where
     # they lie and each diagonal once (compact plans: one call per giant step, whose plaintexts
     # are expanded just before)
@@ -380,9 +379,7 @@ def _double_hoisted_total(ct: Ciphertext, lt: LinearTransform, ctx: CKKSContext,
             y = keyswitch.mod_down(acc[..., 1, :, :], ring, tables)
             u = keyswitch.product_extended(y, keyswitch.decompose(y, ring, tables), _rotation_key(evk, g),
                                            ring, tables)
-            u = jnp.stack([ops.add_mod(u[..., 0, :, :], acc[..., 0, :, :], ring, ext), u[..., 1, :, :]],
-                          axis=-3)
-            acc = ops.automorphism_ntt(u, ops.galois_element(g, p.n))
+            acc = ops.automorphism_ntt_add(u, acc[..., 0, :, :], ops.galois_element(g, p.n), ring, ext)
         total = acc if total is None else ops.add_mod(total, acc, ring, ext)
     return total
 

@@ -8,7 +8,8 @@ memory); device arrays and traced values are not checked -- that would take a de
 and a synchronisation before each kernel -- so there canonical inputs are the caller's contract
 (a violation gives wrong but memory-safe results). ``reduce_mod`` makes any uint32 words
 canonical; ``ntt_lift`` takes small signed int32 values instead (its CPU kernel checks them)."""
-from .automorphism import automorphism_coeff, automorphism_ntt, conjugation_element, galois_element
+from .automorphism import (automorphism_coeff, automorphism_ntt, automorphism_ntt_add, conjugation_element,
+                           galois_element)
 from .bconv import (StackedCenteredConv, bconv, bconv_centered, bconv_centered_stacked, exact_conv,
                     mixed_radix_conv, rounded_quotient, stack_centered)
 from .diagonal import diagonal_sums
@@ -21,7 +22,8 @@ from .ntt import intt, ntt, ntt_lift
 from .tensor import tensor_product
 
 __all__ = [
-    "StackedCenteredConv", "add_mod", "automorphism_coeff", "automorphism_ntt", "bconv", "bconv_centered",
+    "StackedCenteredConv", "add_mod", "automorphism_coeff", "automorphism_ntt", "automorphism_ntt_add",
+    "bconv", "bconv_centered",
     "bconv_centered_stacked", "conjugation_element", "diagonal_sums", "digit_key_product", "exact_conv", "galois_element",
     "graph_break", "intt", "mac_mod", "mixed_radix_conv", "mod_matmul_planes", "mul_limb_consts", "mul_mod", "mul_shoup",
     "neg_mod", "ntt", "ntt_lift", "reduce_mod", "rounded_quotient", "stack_centered", "sub_mod", "take_limbs",

@@ -40,6 +40,30 @@ def automorphism_ntt(x, galois: int) -> jax.Array:
     return call(x, galois=g)
 
 
+def automorphism_ntt_add(x, add, galois: int, ctx, rows: Sequence[int] | None = None) -> jax.Array:
+    """sigma((x0 + add, x1, ...)) on NTT-domain data: x uint32[..., C, L, N] (C >= 1
+    polynomials per entry, e.g. a key switch's (u0, u1)), add uint32[..., L, N] with x's batch
+    axes or none (one polynomial added to every entry's component 0), rows ``rows`` of ``ctx``.
+    Equal to automorphism_ntt of x with add_mod(x0, add) in component 0, in one kernel that
+    never writes the sum (a rotation's c0 + u0)."""
+    ctx = as_context(ctx, "automorphism_ntt_add")
+    host = x
+    x = as_poly(x, "automorphism_ntt_add", ctx.n)
+    add = as_poly(add, "automorphism_ntt_add", ctx.n)
+    if x.ndim < 3:
+        raise ValueError(f"automorphism_ntt_add: x must be [..., C, L, N], got shape {x.shape}")
+    g = _check_galois(galois, x.shape[-1])
+    rows = ctx.rows_for(x.shape[-2], rows)
+    check_canonical(host, ctx.primes_for(rows), "automorphism_ntt_add")
+    if add.shape[-2:] != x.shape[-2:] or add.shape[:-2] not in ((), x.shape[:-3]):
+        raise ValueError(f"automorphism_ntt_add: add must be [L, N] or x's batch axes + [L, N] = "
+                         f"{x.shape[:-3] + x.shape[-2:]}, got {add.shape}")
+    moduli = limb_constants(ctx.moduli, ctx, rows)
+    call = jax.ffi.ffi_call("jax_fhe_automorphism_ntt_add", jax.ShapeDtypeStruct(x.shape, x.dtype),
+                            vmap_method="expand_dims")
+    return call(x, add, moduli, galois=g)
+
+
 def automorphism_coeff(x, galois: int, ctx, rows: Sequence[int] | None = None) -> jax.Array:
     """X -> X^galois on coefficient-domain data ``x``: uint32[..., L, N]."""
     ctx = as_context(ctx, "automorphism_coeff")

@@ -36,9 +36,13 @@ def gen_galois_key(method, ring: RNSContext, s, galois: int, *, num_q: int, alph
 
 
 def _finish(data, u, galois: int, ring: RNSContext, rows) -> jax.Array:
-    """sigma_galois((c0 + u0, u1))."""
-    c0 = ops.add_mod(data[..., 0, :, :], u[..., 0, :, :], ring, rows)
-    return ops.automorphism_ntt(jnp.stack([c0, u[..., 1, :, :]], axis=-3), galois)
+    """sigma_galois((c0 + u0, u1)), the sum never written (:func:`jax_fhe.ops.automorphism_ntt_add`)."""
+    c0 = data[..., 0, :, :]
+    lead = jnp.broadcast_shapes(c0.shape[:-2], u.shape[:-3])
+    u = jnp.broadcast_to(u, lead + u.shape[-3:])
+    if c0.shape[:-2] not in ((), lead):
+        c0 = jnp.broadcast_to(c0, lead + c0.shape[-2:])
+    return ops.automorphism_ntt_add(u, c0, galois, ring, rows)
 
 
 def apply_galois(data, galois: int, key, ring: RNSContext, tables) -> jax.Array:
