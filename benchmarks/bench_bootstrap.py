@@ -248,10 +248,15 @@ def main() -> None:
         with open(args.out, "w") as fh:
             json.dump(row, fh, indent=2)
     if args.results:
-        e = result_entry(f"bootstrap/{args.preset}/slots={n}", "bootstrap",
-                         f"{args.preset}, {n} slots, output level {out.level}", dev.device_kind, unit="ms",
-                         time=round(med, 2), clock="wall", batched=batched,
-                         notes=(f"log2 max error {max(errs):.1f} over {len(errs)}"
+        full = n == ctx.params.slots
+        what = "full slots" if full else f"2^{n.bit_length() - 1} slots"
+        top = boot.levels[0]
+        e = result_entry(f"bootstrap/{args.preset}/slots={n}", f"bootstrap ({what})",
+                         f"{args.preset}, N = 2^{ctx.params.n.bit_length() - 1}, 2^{n.bit_length() - 1} slots"
+                         f"{'' if full else ' (packed sparse path)'}, levels {top} -> {out.level}",
+                         dev.device_kind, unit="ms", time=round(med, 2), clock="wall", batched=batched,
+                         notes=(f"median of {args.runs} (min {lo:.2f}); log2 max error {max(errs):.2f} over {len(errs)} "
+                                f"fresh inputs, output level {out.level}"
                                 + ("; stages " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items())
                                    if stages else "")
                                 + f"; compile {compile_s:.0f} s"
