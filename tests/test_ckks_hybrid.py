@@ -229,3 +229,28 @@ def test_divide_refused(basis):
     with pytest.raises(ValueError, match="add has shape"):
         rlwe.keyswitch.key_switch_divide(jnp.zeros((5, N), jnp.uint32), key, ring, tables, (4,),
                                          add=jnp.zeros((5, N), jnp.uint32))
+
+
+@pytest.mark.parametrize("with_add", [False, True])
+def test_divide_fused_equals_the_stages(device, put, with_add):
+    """At N = 2^16 one ciphertext takes the GPU's fused key products (the inverse NTT of the
+    rows D + P, gathered from the middle and the end of the extended basis, in the product's
+    epilogue): key_switch_divide equals mod_down_divide of the staged key product plus P add,
+    bit for bit."""
+    n = 1 << 16
+    qs = rns.ntt_primes(30, 5, n)
+    primes = qs + rns.ntt_primes(31, 2, n, exclude=qs)
+    qrows, prows, drop = (0, 1, 2, 3, 4), (5, 6), (1, 3)
+    ring = put(rns.make_context(primes, n))
+    tables = put(rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2))
+    r = HostRandom.insecure_deterministic(13)
+    s = ops.ntt(jnp.asarray(rns.to_residues(r.ternary((2, n)), primes)), ring)
+    key = put(rlwe.gen_switching_key(ring, s[0], s[1], num_q=5, alpha=2, sigma=3.2, rng=r))
+    x = put(jnp.asarray(r.uniform_mod(qs, n)))                                            # [5, N]
+    add = put(jnp.asarray(np.moveaxis(r.uniform_mod(qs, (2, n)), 0, 1))) if with_add else None  # [2, 5, N]
+    y = rlwe.key_inner_product(rlwe.mod_up(x, ring, tables), key, ring, tables)            # [2, 7, N]
+    if with_add:
+        y = ops.add_mod(y, rlwe.keyswitch.lift_extended(add, ring, tables), ring, tables.ext_rows)
+    want = rlwe.keyswitch.mod_down_divide(y, ring, tables, drop)
+    got = rlwe.keyswitch.key_switch_divide(x, key, ring, tables, drop, add=add)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
