@@ -29,6 +29,23 @@ def test_uniform_mod_range_and_spread():
     assert len(np.unique(x[2])) == 3 and x[1].max() > (1 << 30)  # covers the range
 
 
+def test_large_draws_do_not_depend_on_threads():
+    """A key-sized draw (more than 8 MiB of 64-bit words) is read and reduced in chunks by host
+    threads: the values are those of the one-piece computation, for the deterministic and the
+    public streams; the secure stream gives exactly the bytes asked for, in range."""
+    moduli = [(1 << 30) - 35, (1 << 31) - 1, 12289]
+    shape = (2, 1 << 18)
+    for make in (lambda: HostRandom.insecure_deterministic(4), lambda: HostRandom.public(b"k")):
+        raw = make().uint64((3,) + shape)
+        want = (raw % np.asarray(moduli, np.uint64)[:, None, None]).astype(np.uint32)
+        np.testing.assert_array_equal(make().uniform_mod(moduli, shape), want)
+    secure = HostRandom()
+    assert len(secure.bytes((9 << 22) + 5)) == (9 << 22) + 5
+    x = secure.uniform_mod(moduli, shape)
+    assert x.shape == (3,) + shape and all(int(row.max()) < q for row, q in zip(x, moduli))
+    assert len(np.unique(x[2])) == 12289                         # every residue drawn
+
+
 def test_hamming_ternary_weight():
     s = HostRandom.insecure_deterministic(5).hamming_ternary(1024, 64, count=3)
     assert s.shape == (3, 1024)

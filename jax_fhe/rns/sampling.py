@@ -18,13 +18,39 @@
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import hashlib
 import math
 import os
+import threading
 from collections.abc import Sequence
 
 import numpy as np
+
+# Large draws (a key's uniform half at N = 2^16: 124 MB of os.urandom, 15.5 M reductions) run in
+# chunks on a few host threads: os.urandom and numpy's loops release the GIL. The values do not
+# depend on the threading (the deterministic and public streams are never split).
+_CHUNK_BYTES = 1 << 22
+_POOL = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
+                                                          thread_name_prefix="jax_fhe_host_random")
+        return _POOL
+
+
+def _urandom(count: int) -> bytes:
+    """os.urandom(count), read in chunks by the pool's threads when large."""
+    if count < 2 * _CHUNK_BYTES or (os.cpu_count() or 1) < 2:
+        return os.urandom(count)
+    sizes = [_CHUNK_BYTES] * (count // _CHUNK_BYTES) + ([count % _CHUNK_BYTES] if count % _CHUNK_BYTES else [])
+    return b"".join(_pool().map(os.urandom, sizes))
 
 
 class HostRandom:
@@ -82,7 +108,7 @@ class HostRandom:
             out = hashlib.shake_256(seed + used.to_bytes(8, "little")).digest(count)
             self._xof[1] = used + 1
             return out
-        return os.urandom(count) if self._rng is None else self._rng.bytes(count)
+        return _urandom(count) if self._rng is None else self._rng.bytes(count)
 
     def uint64(self, shape) -> np.ndarray:
         """Uniform uint64 array of ``shape``."""
@@ -116,7 +142,15 @@ class HostRandom:
         q = np.asarray([int(m) for m in moduli], dtype=np.uint64)
         shape = tuple(int(s) for s in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
         raw = self.uint64((len(q),) + shape)
-        return (raw % q.reshape((-1,) + (1,) * len(shape))).astype(np.uint32)
+        if raw.nbytes < 2 * _CHUNK_BYTES or len(q) < 2:
+            return (raw % q.reshape((-1,) + (1,) * len(shape))).astype(np.uint32)
+        out = np.empty(raw.shape, np.uint32)
+
+        def reduce_row(i):
+            out[i] = raw[i] % q[i]
+
+        list(_pool().map(reduce_row, range(len(q))))
+        return out
 
     def hamming_ternary(self, n: int, weight: int, count: int = 1) -> np.ndarray:
         """int8[count, n] ternary vectors with exactly ``weight`` nonzero (+-1) entries each."""
