@@ -32,17 +32,17 @@ import numpy as np
 # chunks on a few host threads: os.urandom and numpy's loops release the GIL. The values do not
 # depend on the threading (the deterministic and public streams are never split).
 _CHUNK_BYTES = 1 << 22
-_POOL = None
-_POOL_LOCK = threading.Lock()
+_POOL = None                # (pid, executor): a forked child makes its own (the parent's threads
+_POOL_LOCK = threading.Lock()  # do not exist there)
 
 
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
-                                                          thread_name_prefix="jax_fhe_host_random")
-        return _POOL
+        if _POOL is None or _POOL[0] != os.getpid():
+            _POOL = (os.getpid(), concurrent.futures.ThreadPoolExecutor(
+                max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="jax_fhe_host_random"))
+        return _POOL[1]
 
 
 def _urandom(count: int) -> bytes:
