@@ -110,3 +110,5 @@ def test_automorphism_add_bad_inputs():
         ops.automorphism_ntt_add(jnp.zeros((2, n), jnp.uint32), jnp.zeros((2, n), jnp.uint32), 3, ctx)
     with pytest.raises(ValueError, match="galois"):
         ops.automorphism_ntt_add(x, jnp.zeros((2, n), jnp.uint32), 4, ctx)
+    with pytest.raises(ValueError, match="canonical|range|residue"):
+        ops.automorphism_ntt_add(x, np.full((2, n), 0xFFFFFFFF, np.uint32), 3, ctx)  # a host add not reduced

@@ -217,6 +217,8 @@ def test_divide_refused(basis):
     tables = rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2)
     assert not rlwe.keyswitch.can_divide(tables, (5,))      # a special row
     assert not rlwe.keyswitch.can_divide(tables, ())
+    assert not rlwe.keyswitch.can_divide(tables, (1, 1))    # a row twice
+    assert not rlwe.keyswitch.can_divide(tables, qrows)     # nothing kept
     bgv = rlwe.make_hybrid_tables(primes, qrows, prows, alpha=2, plain_modulus=65537)
     assert not rlwe.keyswitch.can_divide(bgv, (4,))          # ModDown keeps the phase mod t
     with pytest.raises(ValueError, match="cannot merge ModDown"):

@@ -337,6 +337,10 @@ def test_bad_inputs_raise(env, single, rng):
         ckks.mul(a, a, ctx, keys2.evaluation)
     with pytest.raises(ValueError, match="same parameter set"):
         ckks.encrypt(ckks.encode(z, ctx), ctx, keys2.public)
+    with pytest.raises(ValueError, match=r"mod_down_rescale: level must be in \[1, "):
+        ckks.mod_down_rescale(a.data, ctx, 0)
+    with pytest.raises(ValueError, match=r"mod_down_rescale: level must be in \[1, "):
+        ckks.mod_down_rescale(a.data, ctx, ctx.params.max_level + 1)
     with pytest.raises(ValueError, match="no rotation key for step 4"):
         ckks.rotate(a, 4, ctx, evk)
     with pytest.raises(ValueError, match="no rotation key for step 4"):

@@ -40,7 +40,8 @@ def test_large_draws_do_not_depend_on_threads():
         want = (raw % np.asarray(moduli, np.uint64)[:, None, None]).astype(np.uint32)
         np.testing.assert_array_equal(make().uniform_mod(moduli, shape), want)
     secure = HostRandom()
-    assert len(secure.bytes((9 << 22) + 5)) == (9 << 22) + 5
+    big = secure.bytes((9 << 22) + 5)
+    assert isinstance(big, bytes) and len(big) == (9 << 22) + 5
     x = secure.uniform_mod(moduli, shape)
     assert x.shape == (3,) + shape and all(int(row.max()) < q for row, q in zip(x, moduli))
     assert len(np.unique(x[2])) == 12289                         # every residue drawn

@@ -151,6 +151,9 @@ def mod_down_rescale(y, ctx: CKKSContext, level: int) -> jax.Array:
     level - 1: uint32[..., L_{level-1}, N]. One division by P D where the level allows
     (:func:`jax_fhe.rlwe.keyswitch.mod_down_divide`: one rounding, no NTT in between), else the
     two one after the other."""
+    ctx = check_context(ctx, "mod_down_rescale")
+    if not 0 < level <= ctx.params.max_level:
+        raise ValueError(f"mod_down_rescale: level must be in [1, {ctx.params.max_level}], got {level}")
     tables = ctx.keyswitch_tables(level)
     if _divides(ctx, level):
         return keyswitch.mod_down_divide(y, ctx.ring, tables, ctx.params.dropped(level))

@@ -45,9 +45,11 @@ def automorphism_ntt_add(x, add, galois: int, ctx, rows: Sequence[int] | None = 
     polynomials per entry, e.g. a key switch's (u0, u1)), add uint32[..., L, N] with x's batch
     axes or none (one polynomial added to every entry's component 0), rows ``rows`` of ``ctx``.
     Equal to automorphism_ntt of x with add_mod(x0, add) in component 0, in one kernel that
-    never writes the sum (a rotation's c0 + u0)."""
+    never writes the sum (a rotation's c0 + u0). Under ``jax.vmap``, batch ``x`` wherever
+    ``add`` is batched, and an ``add`` with batch axes together with ``x`` (other mixes raise
+    in the kernel's shape check)."""
     ctx = as_context(ctx, "automorphism_ntt_add")
-    host = x
+    host, host_add = x, add
     x = as_poly(x, "automorphism_ntt_add", ctx.n)
     add = as_poly(add, "automorphism_ntt_add", ctx.n)
     if x.ndim < 3:
@@ -55,6 +57,7 @@ def automorphism_ntt_add(x, add, galois: int, ctx, rows: Sequence[int] | None = 
     g = _check_galois(galois, x.shape[-1])
     rows = ctx.rows_for(x.shape[-2], rows)
     check_canonical(host, ctx.primes_for(rows), "automorphism_ntt_add")
+    check_canonical(host_add, ctx.primes_for(rows), "automorphism_ntt_add")
     if add.shape[-2:] != x.shape[-2:] or add.shape[:-2] not in ((), x.shape[:-3]):
         raise ValueError(f"automorphism_ntt_add: add must be [L, N] or x's batch axes + [L, N] = "
                          f"{x.shape[:-3] + x.shape[-2:]}, got {add.shape}")

@@ -541,8 +541,7 @@ class _DividePlan:
 
     conv: ExactConv
     p_mod: HostTable
-    pd_inv: tuple
-    pd_inv_table: HostTable
+    pd_inv: HostTable
     d_inv: HostTable
     src: tuple
     keep: tuple
@@ -558,8 +557,7 @@ def _divide_plan(primes: tuple, rows: tuple, special_rows: tuple, drop_rows: tup
     big_p = math.prod(q[r] for r in special_rows)
     big_d = math.prod(q[r] for r in drop_rows)
     return _DividePlan(conv=make_exact_conv(q, src, keep), p_mod=host_u32([big_p % q[r] for r in drop_rows]),
-                       pd_inv=tuple(pow(big_p * big_d, -1, q[r]) for r in keep),
-                       pd_inv_table=host_u32([pow(big_p * big_d, -1, q[r]) for r in keep]),
+                       pd_inv=host_u32([pow(big_p * big_d, -1, q[r]) for r in keep]),
                        d_inv=host_u32([pow(big_d, -1, q[r]) for r in keep]), src=src, keep=keep,
                        drop_pos=tuple(rows.index(r) for r in drop_rows),
                        keep_pos=tuple(rows.index(r) for r in keep))
@@ -567,11 +565,12 @@ def _divide_plan(primes: tuple, rows: tuple, special_rows: tuple, drop_rows: tup
 
 def can_divide(tables: HybridTables, drop_rows) -> bool:
     """Whether :func:`key_switch_divide` / :func:`mod_down_divide` can divide by P D for the
-    rows ``drop_rows`` of the basis: a plain ModDown (no plaintext-modulus correction) and at
-    most 16 primes in D + P (one centered conversion)."""
+    rows ``drop_rows`` of the basis: distinct basis rows, not all of them, a plain ModDown (no
+    plaintext-modulus correction) and at most ``rns.crt.MAX_TERMS`` primes in D + P (one
+    centered conversion)."""
     drop = tuple(int(r) for r in drop_rows)
-    return (tables.plain is None and bool(drop) and set(drop) <= set(tables.rows)
-            and len(drop) + len(tables.special_rows) <= MAX_TERMS)
+    return (tables.plain is None and bool(drop) and len(set(drop)) == len(drop)
+            and set(drop) < set(tables.rows) and len(drop) + len(tables.special_rows) <= MAX_TERMS)
 
 
 def _plan_for(ring: RNSContext, tables: HybridTables, drop_rows, what: str) -> _DividePlan:
@@ -645,7 +644,7 @@ def mod_down_divide(y, ring: RNSContext, tables: HybridTables, drop_rows) -> jax
     ys = take_limbs(y, list(plan.drop_pos) + list(range(nl, nl + len(tables.special_rows))))
     conv = ops.ntt(ops.exact_conv(ops.intt(ys, ring, plan.src), plan.conv), ring, plan.keep)
     diff = ops.sub_mod(take_limbs(y, plan.keep_pos), conv, ring, plan.keep)
-    return ops.mul_limb_consts(diff, plan.pd_inv_table, ring, plan.keep)
+    return ops.mul_limb_consts(diff, plan.pd_inv, ring, plan.keep)
 
 
 def _make_tables(primes, rows, special_rows, alpha, *, plain_modulus=None, **options):

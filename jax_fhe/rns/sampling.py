@@ -31,26 +31,48 @@ import numpy as np
 # Large draws (a key's uniform half at N = 2^16: 124 MB of os.urandom, 15.5 M reductions) run in
 # chunks on a few host threads: os.urandom and numpy's loops release the GIL. The values do not
 # depend on the threading (the deterministic and public streams are never split).
+# A forked child starts without the pool (the parent's threads do not exist there) and with a
+# fresh lock.
 _CHUNK_BYTES = 1 << 22
-_POOL = None                # (pid, executor): a forked child makes its own (the parent's threads
-_POOL_LOCK = threading.Lock()  # do not exist there)
+_POOL = None
+_POOL_LOCK = threading.Lock()
+
+
+def _reset_pool_in_child():
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_pool_in_child)
+
+
+def _threaded(size_bytes: int) -> bool:
+    return size_bytes >= 2 * _CHUNK_BYTES and (os.cpu_count() or 1) >= 2
 
 
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
-        if _POOL is None or _POOL[0] != os.getpid():
-            _POOL = (os.getpid(), concurrent.futures.ThreadPoolExecutor(
-                max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="jax_fhe_host_random"))
-        return _POOL[1]
+        if _POOL is None:
+            _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
+                                                          thread_name_prefix="jax_fhe_host_random")
+        return _POOL
 
 
-def _urandom(count: int) -> bytes:
-    """os.urandom(count), read in chunks by the pool's threads when large."""
-    if count < 2 * _CHUNK_BYTES or (os.cpu_count() or 1) < 2:
+def _urandom(count: int):
+    """os.urandom(count), read in chunks by the pool's threads into one buffer when large."""
+    if not _threaded(count):
         return os.urandom(count)
-    sizes = [_CHUNK_BYTES] * (count // _CHUNK_BYTES) + ([count % _CHUNK_BYTES] if count % _CHUNK_BYTES else [])
-    return b"".join(_pool().map(os.urandom, sizes))
+    out = bytearray(count)
+    view = memoryview(out)
+
+    def fill(start):
+        end = min(start + _CHUNK_BYTES, count)
+        view[start:end] = os.urandom(end - start)
+
+    list(_pool().map(fill, range(0, count, _CHUNK_BYTES)))
+    return out
 
 
 class HostRandom:
@@ -102,6 +124,11 @@ class HostRandom:
 
     def bytes(self, count: int) -> bytes:
         """``count`` random bytes."""
+        raw = self._buffer(count)
+        return raw if isinstance(raw, bytes) else bytes(raw)
+
+    def _buffer(self, count: int):
+        """``count`` random bytes as bytes or, for a large secure draw, a bytearray (no copy)."""
         if self._xof is not None:
             # SHAKE-256 over (seed, block counter): each call continues the stream
             seed, used = self._xof
@@ -113,7 +140,7 @@ class HostRandom:
     def uint64(self, shape) -> np.ndarray:
         """Uniform uint64 array of ``shape``."""
         size = int(np.prod(shape, dtype=np.int64))
-        return np.frombuffer(self.bytes(8 * size), dtype=np.uint64).reshape(shape)
+        return np.frombuffer(self._buffer(8 * size), dtype=np.uint64).reshape(shape)
 
     def seed64(self) -> int:
         """A uniform 64-bit integer (e.g. a fresh seed for a public matrix)."""
@@ -142,7 +169,7 @@ class HostRandom:
         q = np.asarray([int(m) for m in moduli], dtype=np.uint64)
         shape = tuple(int(s) for s in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
         raw = self.uint64((len(q),) + shape)
-        if raw.nbytes < 2 * _CHUNK_BYTES or len(q) < 2:
+        if not _threaded(raw.nbytes) or len(q) < 2:
             return (raw % q.reshape((-1,) + (1,) * len(shape))).astype(np.uint32)
         out = np.empty(raw.shape, np.uint32)
 
