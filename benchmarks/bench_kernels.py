@@ -182,8 +182,9 @@ def main() -> None:
     ap.add_argument("--backend", default=None, help="gpu or cpu (default: JAX's default backend)")
     ap.add_argument("--out", default=None, help="write results as JSON here")
     ap.add_argument("--quick", action="store_true", help="fewer configurations (CPU smoke run)")
-    ap.add_argument("--kernels", default="ntt,bconv", help="comma-separated subset of ntt,modup,lift,bconv "
-                    "(lift: ops.ntt_lift of int32 digits in [-2^17, 2^17), PIR's gadget digits)")
+    ap.add_argument("--kernels", default="ntt,bconv", help="comma-separated subset of ntt,modup,lift,bconv,sample "
+                    "(lift: ops.ntt_lift of int32 digits in [-2^17, 2^17), PIR's gadget digits; sample: "
+                    "ops.sample_small's Gaussian, B x L x N values)")
     ap.add_argument("--log-n", type=int, default=16, help="ring degree N = 2^log_n (default 16)")
     ap.add_argument("--width", default="30", choices=["30", "31"], help="NTT prime width in bits")
     ap.add_argument("--limbs", default=None, help="comma-separated NTT limb counts (default 1,12,24,48)")
@@ -257,6 +258,16 @@ def main() -> None:
                                  lambda x, L=L: ops.ntt_lift(x, ctx, limbs=L), inputs,
                                  B * (1 + L) * N * 4, bw, args.trace and f"{args.trace}/lift_{L}_{B}",
                                  kernel=f"lift{width}", L=L, batch=B, n=N))
+
+    # the device sampler: int32 Gaussian values from ChaCha20 (8 keystream bytes a value; compute
+    # bound: its "floor" is only the output written once)
+    gauss = rns.gaussian_table(3.2, 6.0)
+    for L in (limbs if "sample" in args.kernels else []):
+        for B in batches:
+            keys = [jax.device_put(jnp.asarray(rns.HostRandom().device_key()), device) for _ in range(min_count)]
+            rows.append(_measure(f"sample N=2^{args.log_n} L={L:2d} B={B:2d}",
+                                 lambda k, L=L, B=B: ops.sample_small(k, (B, L, N), gauss), keys, B * L * N * 4, bw,
+                                 args.trace and f"{args.trace}/sample_{L}_{B}", kernel="sample", L=L, batch=B, n=N))
 
     bconv_cases = [(12, 12), (12, 24), (12, 48)] if not args.quick else [(12, 12)]
     if args.bconv_out:

@@ -21,8 +21,8 @@ each stage over the full answer. ``--results`` merges the full answer's times in
 benchmarks/results/pir.json (as ``bench_pir.py --results`` does), from which ``results_page.py``
 renders benchmarks/RESULTS.md.
 
---memory allocates nothing large: it builds abstract (``jax.eval_shape``) server, keys and
-query for the requested size, then lowers and compiles each stage, the full ``answer`` and the
+--memory allocates nothing large: it builds an abstract (``jax.eval_shape``) server and the
+client's (small) keys and query for the requested size, then lowers and compiles each stage, the full ``answer`` and the
 setup executables (random DB, one hint step, the in-place hint insert), and prints
 ``compiled.memory_analysis()`` (argument, output, alias and temporary bytes). It runs on this
 backend's compiler, so on a CPU machine it shows the CPU compiler's buffers (run it on the GPU
@@ -189,7 +189,9 @@ def memory_stages(params, tables, batches, rng, hlo_dir=None, setup=True):
                      ("hint_insert", pr._insert.lower(server.planes, chunk, 0))]
         yield [dict(batch=0, **_memory_row(name, lowered.compile(), hlo_dir, label)) for name, lowered in setup_fns]
     for b in batches:
-        pub, query = jax.eval_shape(lambda: client_side(params, tables, rng, b))
+        # the client's keys and query are small: made for real (encryption draws host randomness,
+        # so it refuses to be traced), then kept as shapes only
+        pub, query = _abstract(client_side(params, tables, rng, b))
         env = dict(server=server, keys=pub, query=query)
         rows = []
         for name, fn, ins, out in stages(params.protocol):

@@ -38,6 +38,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_tensor_product"] = capsule(jax_fhe::TensorProductCpu);
     d["jax_fhe_diagonal_sums"] = capsule(jax_fhe::DiagonalSumsCpu);
     d["jax_fhe_graph_break"] = capsule(jax_fhe::GraphBreakCpu);
+    d["jax_fhe_sample_small"] = capsule(jax_fhe::SampleSmallCpu);
     return d;
   });
   m.def("cuda_targets", []() {
@@ -59,6 +60,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_tensor_product"] = capsule(jax_fhe::TensorProductCuda);
     d["jax_fhe_diagonal_sums"] = capsule(jax_fhe::DiagonalSumsCuda);
     d["jax_fhe_graph_break"] = capsule(jax_fhe::GraphBreakCuda);
+    d["jax_fhe_sample_small"] = capsule(jax_fhe::SampleSmallCuda);
 #endif
     return d;
   });

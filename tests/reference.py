@@ -93,3 +93,44 @@ def automorphism_coeff(coeffs, g: int, q: int) -> list[int]:
         else:
             out[e - n] = (out[e - n] - int(c)) % q
     return out
+
+
+def chacha20_block(key_words, counter: int, nonce_words) -> list[int]:
+    """RFC 8439 section 2.3: the 16 output words of one ChaCha20 block (Python integers)."""
+    mask = (1 << 32) - 1
+
+    def rotl(x, r):
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    state = [0x61707865, 0x3320646E, 0x79622D32, 0x6B206574, *key_words, counter, *nonce_words]
+    x = list(state)
+
+    def quarter(a, b, c, d):
+        x[a] = (x[a] + x[b]) & mask
+        x[d] = rotl(x[d] ^ x[a], 16)
+        x[c] = (x[c] + x[d]) & mask
+        x[b] = rotl(x[b] ^ x[c], 12)
+        x[a] = (x[a] + x[b]) & mask
+        x[d] = rotl(x[d] ^ x[a], 8)
+        x[c] = (x[c] + x[d]) & mask
+        x[b] = rotl(x[b] ^ x[c], 7)
+
+    for _ in range(10):
+        quarter(0, 4, 8, 12), quarter(1, 5, 9, 13), quarter(2, 6, 10, 14), quarter(3, 7, 11, 15)
+        quarter(0, 5, 10, 15), quarter(1, 6, 11, 12), quarter(2, 7, 8, 13), quarter(3, 4, 9, 14)
+    return [(a + b) & mask for a, b in zip(x, state)]
+
+
+def sample_small(key_words, count: int, thresholds, bound: int, stream: int) -> list[int]:
+    """``count`` values of the device sampler: value j from the 64-bit keystream word j of
+    ChaCha20(key, nonce (stream, 0, 0)) (little-endian word pairs), u = word >> 11, value =
+    #{t in thresholds : t <= u} - bound."""
+    out = []
+    for block in range((count + 7) // 8):
+        words = chacha20_block(key_words, block, (stream, 0, 0))
+        for w in range(8):
+            if len(out) == count:
+                break
+            u = ((words[2 * w + 1] << 32) | words[2 * w]) >> 11
+            out.append(sum(1 for t in thresholds if t <= u) - bound)
+    return out

@@ -62,3 +62,101 @@ def test_to_residues():
     np.testing.assert_array_equal(r[0], [[6, 0, 5], [10, 0, 5]])
     with pytest.raises(TypeError, match="integers"):
         to_residues(np.array([0.5]), [7])
+
+
+# ---- the device sampler (ops.sample_small): ChaCha20 keystream, table inversion ----
+
+def test_chacha20_reference_matches_rfc8439():
+    """The reference block function against RFC 8439 section 2.3.2's test vector."""
+    from reference import chacha20_block
+    key = [int.from_bytes(bytes(range(i, i + 4)), "little") for i in range(0, 32, 4)]
+    nonce = [0x09000000, 0x4A000000, 0x00000000]
+    want = [0xE4E7F110, 0x15593BD1, 0x1FDD0F50, 0xC47120A3, 0xC7F4D1C7, 0x0368C033, 0x9AAA2204, 0x4E6CD4C3,
+            0x466482D2, 0x09AA9F07, 0x05D7C214, 0xA2028BD9, 0xD19C12B5, 0xB94E16DE, 0xE883D0CB, 0x4E3C50A2]
+    assert chacha20_block(key, 1, nonce) == want
+
+
+@pytest.mark.parametrize("table", ["ternary", "gaussian"])
+def test_sample_small_matches_reference(device, put, table):
+    """The kernel's values are the reference's, bit for bit (a count that ends inside a block,
+    two streams, a batch shape), on CPU and GPU."""
+    import jax
+    from reference import sample_small as ref_sample
+
+    from jax_fhe import ops
+    from jax_fhe.rns import TERNARY, gaussian_table
+
+    tab = TERNARY if table == "ternary" else gaussian_table(3.2, 6.0)
+    key = HostRandom.insecure_deterministic(9).device_key()
+    for shape, stream in (((3, 1029), 0), ((2, 37), 7)):
+        got = np.asarray(jax.jit(lambda k: ops.sample_small(k, shape, tab, stream))(put(key)))
+        want = ref_sample([int(k) for k in key], int(np.prod(shape)), tab.thresholds, tab.bound, stream)
+        assert got.dtype == np.int32 and got.shape == shape
+        np.testing.assert_array_equal(got.reshape(-1), np.asarray(want, np.int32))
+
+
+def test_sample_small_distribution(device, put):
+    """2^20 draws per table: every value in range, and a chi-square test of the counts against
+    the table's probabilities (p > 1e-6 for a correct sampler: flaky once in a million runs;
+    a shifted table or a wrong bit order fails it by far). Streams and keys differ."""
+    import jax
+    from jax_fhe import ops
+    from jax_fhe.rns import TERNARY, gaussian_table
+
+    key = put(HostRandom.insecure_deterministic(11).device_key())
+    for tab in (TERNARY, gaussian_table(3.2, 6.0)):
+        x = np.asarray(jax.jit(lambda k: ops.sample_small(k, (1 << 20,), tab, 3))(key))
+        probs = tab.probabilities()
+        assert x.min() >= min(probs) and x.max() <= max(probs)
+        values = np.arange(min(probs), max(probs) + 1)
+        counts = np.array([(x == v).sum() for v in values], float)
+        expect = np.array([probs[int(v)] for v in values]) * x.size
+        keep = expect >= 5                       # pool the far tails
+        chi2 = (((counts[keep] - expect[keep]) ** 2) / expect[keep]).sum()
+        dof = keep.sum()                         # the pooled tail cell adds one, the total removes one
+        assert chi2 < dof + 7 * np.sqrt(2 * dof) + 20, (chi2, dof)
+        if tab is not TERNARY:
+            assert abs(x.std() - 3.2) < 0.02 and abs(x.mean()) < 0.02
+    a = np.asarray(ops.sample_small(key, (4096,), TERNARY, 0))
+    b = np.asarray(ops.sample_small(key, (4096,), TERNARY, 1))
+    c = np.asarray(ops.sample_small(put(HostRandom().device_key()), (4096,), TERNARY, 0))
+    assert (a != b).mean() > 0.5 and (a != c).mean() > 0.5
+
+
+def test_sample_small_errors():
+    from jax_fhe import ops
+    from jax_fhe.rns import TERNARY
+
+    key = HostRandom().device_key()
+    with pytest.raises(TypeError, match="uint32\\[8\\]"):
+        ops.sample_small(key[:4], (16,), TERNARY)
+    with pytest.raises(TypeError, match="uint32\\[8\\]"):
+        ops.sample_small(key.astype(np.int32), (16,), TERNARY)
+    with pytest.raises(TypeError, match="SmallTable"):
+        ops.sample_small(key, (16,), (1, 2))
+    with pytest.raises(ValueError, match="stream"):
+        ops.sample_small(key, (16,), TERNARY, stream=1 << 32)
+    with pytest.raises(ValueError, match="negative"):
+        ops.sample_small(key, (-1,), TERNARY)
+    assert HostRandom().device_key().dtype == np.uint32
+    d = HostRandom.insecure_deterministic(1)
+    assert not np.array_equal(d.device_key(), d.device_key())   # the stream moves on
+
+
+def test_encryption_refuses_jit():
+    """Encryption draws its noise key on the host: inside jax.jit that draw would be baked into
+    the program and repeated at every call, so it raises instead; outside, two encryptions of
+    one plaintext differ (fresh keys) and decrypt alike."""
+    import jax
+    from jax_fhe import bfv
+
+    ctx = bfv.make_context(bfv.preset("toy-n12"))
+    keys = bfv.keygen(ctx, HostRandom.insecure_deterministic(2))
+    pt = bfv.encode(np.arange(ctx.params.n) % 7, ctx)
+    for key in (keys.public, keys.secret):
+        with pytest.raises(TypeError, match="jax.jit"):
+            jax.jit(lambda d: bfv.encrypt(bfv.Plaintext(data=d, params=pt.params), ctx, key).data)(pt.data)
+        a, b = bfv.encrypt(pt, ctx, key), bfv.encrypt(pt, ctx, key)
+        assert not np.array_equal(np.asarray(a.data), np.asarray(b.data))
+        np.testing.assert_array_equal(np.asarray(bfv.decode(bfv.decrypt(a, ctx, keys.secret), ctx)),
+                                      np.asarray(bfv.decode(bfv.decrypt(b, ctx, keys.secret), ctx)))

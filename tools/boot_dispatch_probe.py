@@ -29,6 +29,8 @@ VARIANTS = {
     "no_cmdbuf": {"xla_gpu_enable_command_buffer": ""},
     "cmdbuf_all": {"xla_gpu_enable_command_buffer": "FUSION,CUSTOM_CALL,CUBLAS,CUBLASLT,DYNAMIC_SLICE_FUSION,"
                    "WHILE,CONDITIONAL"},
+    "skip_temp": {"xla_gpu_command_buffer_update_mode": "SKIP_TEMP"},
+    "skip_profiled": {"xla_gpu_command_buffer_update_mode": "SKIP_PROFILED"},
 }
 
 

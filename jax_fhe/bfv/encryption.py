@@ -34,6 +34,9 @@ def scaled_message(m, ctx: BFVContext) -> jax.Array:
     return ops.ntt(ops.mul_limb_consts(rm, c.neg_t_inv, ctx.ring, rows), ctx.ring, rows)
 
 
+_scaled_message = jax.jit(scaled_message)   # one dispatch, not one per operation
+
+
 def lifted_message(m, ctx: BFVContext) -> jax.Array:
     """The centered lift [m]_t on the q primes, NTT domain: uint32[..., L, N]."""
     lifted = lift_centered(m, ctx.params.plain_modulus, ctx.codec.moduli)
@@ -42,7 +45,8 @@ def lifted_message(m, ctx: BFVContext) -> jax.Array:
 
 def encrypt(pt: Plaintext, ctx: BFVContext, key, rng=None) -> Ciphertext:
     """Encrypt a plaintext (any batch shape) under a :class:`PublicKey` or :class:`SecretKey`.
-    ``rng``: HostRandom (None: os.urandom). Sampling runs on the host, so this is not jitted."""
+    ``rng``: HostRandom (None: os.urandom). Called outside ``jax.jit``: each call draws a fresh key
+    on the host (the device samples the noise from it; :mod:`jax_fhe.rlwe.encryption`)."""
     ctx = check_context(ctx, "encrypt")
     p = ctx.params
     check_plaintext(pt, p, "encrypt")
@@ -50,7 +54,7 @@ def encrypt(pt: Plaintext, ctx: BFVContext, key, rng=None) -> Ciphertext:
         raise ValueError(f"encrypt: the key must be for {p.name!r}")
     rng = as_host_random(rng)
     rows = ctx.q_rows
-    m = scaled_message(pt.data, ctx)
+    m = _scaled_message(pt.data, ctx)
     if isinstance(key, PublicKey):
         data = rlwe_enc.encrypt_pk(m, key.data, ctx.ring, rows, rng, p.sigma, tables=ctx.keyswitch_tables(0))
     elif isinstance(key, SecretKey):

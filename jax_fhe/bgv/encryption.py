@@ -38,9 +38,13 @@ def lifted_message(m, ctx: BGVContext, level: int, factor: int = 1) -> jax.Array
     return ops.ntt(lift_centered(m, t, level_moduli(ctx, level)), ctx.ring, rows)
 
 
+_lifted_message = jax.jit(lifted_message, static_argnames=("level", "factor"))   # one dispatch
+
+
 def encrypt(pt: Plaintext, ctx: BGVContext, key, rng=None, *, level: int | None = None) -> Ciphertext:
     """Encrypt a plaintext (any batch shape) at ``level`` (default: the top) under a
-    :class:`PublicKey` or :class:`SecretKey`; factor 1. Not jitted (host sampling)."""
+    :class:`PublicKey` or :class:`SecretKey`; factor 1. Called outside ``jax.jit``: each call draws
+    a fresh key on the host (the device samples the noise from it)."""
     ctx = check_context(ctx, "encrypt")
     p = ctx.params
     check_plaintext(pt, p, "encrypt")
@@ -49,7 +53,7 @@ def encrypt(pt: Plaintext, ctx: BGVContext, key, rng=None, *, level: int | None 
     level = p.max_level if level is None else p.check_level(level)
     rng = as_host_random(rng)
     rows = p.rows(level)
-    m = lifted_message(pt.data, ctx, level)
+    m = _lifted_message(pt.data, ctx, level)
     t = p.plain_modulus
     if isinstance(key, PublicKey):
         data = rlwe_enc.encrypt_pk(m, key.data, ctx.ring, rows, rng, p.sigma, tables=ctx.keyswitch_tables(level),

@@ -3,9 +3,12 @@
 Everything here works on plain arrays over chosen rows of an :class:`jax_fhe.rns.RNSContext`
 (``rows``: which primes the L limbs use), so a scheme decides its levels and wraps the result in
 its own types. Randomness comes only from :class:`jax_fhe.rns.HostRandom` (os.urandom unless a
-test passes an explicitly insecure one); sampling runs on the host, so encryption is not jitted
-as a whole (public-key encryption's arithmetic after the draws is one jitted program), decryption
-is.
+test passes an explicitly insecure one): an encryption draws one 256-bit key there (and, with a
+secret key, the uniform ``a``); the device expands the key into the ternary ``v`` and the
+Gaussian noise (:func:`jax_fhe.ops.sample_small`: ChaCha20, one stream per polynomial), inside
+the one jitted program that does the arithmetic. Encryption takes host randomness, so it is
+called outside ``jax.jit`` (a jitted caller would bake one draw into its program: refused);
+decryption is jittable.
 
 Component order (:mod:`.ciphertext`): (c0, c1) = (b, a) with b = m + e - a s, phase c0 + c1 s.
 """
@@ -21,7 +24,9 @@ import numpy as np
 
 from .. import ops
 from ..rns.context import RNSContext
-from ..rns.sampling import SEED_BYTES, HostRandom, SeededUniform, as_host_random, to_residues, uniform_residues
+from ..rns.pytree import host_u32
+from ..rns.sampling import (SEED_BYTES, TERNARY, HostRandom, SeededUniform, SmallTable, as_host_random, gaussian_table,
+                            to_residues, uniform_residues)
 from ..rns.shoup import device_u32
 
 NOISE_TAIL = 6.0  # discrete Gaussian noise truncated at 6 sigma
@@ -47,23 +52,34 @@ def noise_ntt(shape: tuple, ring: RNSContext, rows: Sequence[int], rng: HostRand
               tail: float = NOISE_TAIL, error_factor: int = 1) -> jax.Array:
     """Discrete Gaussian noise polynomials of batch shape ``shape`` (last axis N), times the
     integer ``error_factor`` (BGV: the plaintext modulus t), in the NTT domain on ``rows``:
-    uint32[*shape[:-1], L, N]."""
-    return _noise_to_ntt(_draw_noise(shape, ring, rows, rng, sigma, tail, error_factor), ring, tuple(rows))
-
-
-def _draw_noise(shape, ring, rows, rng, sigma, tail, error_factor):
-    """The host half of :func:`noise_ntt`: int32[*shape] (small: lifted inside the NTT), or for
-    error_factor > 1 residues uint32[*shape[:-1], L, N] (f e may pass int32)."""
-    e = rng.gaussian(shape, sigma, tail)
+    uint32[*shape[:-1], L, N]. Drawn on the device from a key ``rng`` gives."""
     factor = check_error_factor(error_factor)
+    return _noise_program(as_host_random(rng).device_key(), ring, shape=tuple(int(d) for d in shape), rows=tuple(rows),
+                          table=gaussian_table(sigma, tail), factor=factor)
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "rows", "table", "factor"))
+def _noise_program(key, ring, *, shape, rows, table, factor):
+    return _sampled_ntt(key, 0, shape, ring, rows, table, factor)
+
+
+def _sampled_ntt(key, stream: int, shape: tuple, ring: RNSContext, rows: tuple, table: SmallTable,
+                 factor: int = 1) -> jax.Array:
+    """Small polynomials int32[*shape] of ``table`` drawn from stream ``stream`` of ``key``, times
+    ``factor``, in the NTT domain on ``rows``: uint32[*shape[:-1], L, N] (traced inside the
+    encryption programs)."""
+    x = ops.ntt_lift(ops.sample_small(key, shape, table, stream), ring, rows=rows)
     if factor == 1:
-        return e
-    return to_residues(e.astype(np.int64) * factor, ring.primes_for(rows))  # |e| t < 2^63
+        return x
+    # NTT(f e) = f NTT(e): f |e| may pass int32 (BGV's t)
+    return ops.mul_limb_consts(x, host_u32([factor % q for q in ring.primes_for(rows)]), ring, rows)
 
 
-def _noise_to_ntt(e, ring, rows):
-    e = jnp.asarray(e)
-    return ops.ntt_lift(e, ring, rows=rows) if e.dtype == jnp.int32 else ops.ntt(e, ring, rows)
+def _refuse_traced(m, what: str) -> None:
+    if isinstance(m, jax.core.Tracer):
+        raise TypeError(f"{what}: encryption draws fresh randomness on the host at each call, so it "
+                        "cannot run inside jax.jit (the draw would be baked into the compiled program "
+                        "and repeated); call it outside the jitted function and pass the ciphertext in")
 
 
 def check_error_factor(error_factor) -> int:
@@ -106,22 +122,25 @@ def encrypt_sk(m, s, ring: RNSContext, rows: Sequence[int], rng: HostRandom | No
     ``a_seed`` (bytes): draw a from the public stream ``HostRandom.public(a_seed)`` instead of
     ``rng`` (e still comes from ``rng``), so that a can be stored as the seed
     (:func:`seed_record`, :mod:`jax_fhe.io`)."""
+    _refuse_traced(m, "encrypt_sk")
     rng = as_host_random(rng)
     rows = tuple(rows)
     m = jnp.asarray(m)
     batch = tuple(m.shape[:-2])
-    # the host draws (a, then e); the arithmetic is one jitted program
+    factor = check_error_factor(error_factor)
+    # the host draws a (or takes it from its public seed) and the noise key; the device samples e
     a = uniform_residues(rng if a_seed is None else HostRandom.public(bytes(a_seed)), ring.primes_for(rows),
                          batch, ring.n)
-    e = _draw_noise(batch + (ring.n,), ring, rows, rng, sigma, tail, error_factor)
-    return _encrypt_sk_program(m, s, a, e, ring, rows=rows)
+    return _encrypt_sk_program(m, s, a, rng.device_key(), ring, rows=rows,
+                               table=gaussian_table(sigma, tail), factor=factor)
 
 
-@functools.partial(jax.jit, static_argnames=("rows",))
-def _encrypt_sk_program(m, s, a, e, ring, *, rows):
-    """encrypt_sk's arithmetic: (m + e - a s, a), e small int32[..., N] or residues."""
-    b = ops.sub_mod(ops.add_mod(m, _noise_to_ntt(e, ring, rows), ring, rows),
-                    ops.mul_mod(a, jnp.broadcast_to(s, a.shape), ring, rows), ring, rows)
+@functools.partial(jax.jit, static_argnames=("rows", "table", "factor"))
+def _encrypt_sk_program(m, s, a, key, ring, *, rows, table, factor):
+    """encrypt_sk after the host draws: (m + f e - a s, a), e from stream 0 of ``key``."""
+    e = _sampled_ntt(key, 0, tuple(m.shape[:-2]) + (ring.n,), ring, rows, table, factor)
+    b = ops.sub_mod(ops.add_mod(m, e, ring, rows), ops.mul_mod(a, jnp.broadcast_to(s, a.shape), ring, rows),
+                    ring, rows)
     return jnp.stack([b, a], axis=-3)
 
 
@@ -146,35 +165,30 @@ def encrypt_pk(m, pk, ring: RNSContext, rows: Sequence[int], rng: HostRandom | N
     (|eps0 + eps1 s| ~ sqrt(h / 12) instead of ~ sigma sqrt(N)); tables made with a plaintext
     modulus t (BGV) divide with the t-correction, which keeps the phase mod t (the rounding
     term is then a multiple of t). Returns uint32[..., 2, L, N] (NTT)."""
-    from . import keyswitch  # the interface imports this module's helpers for key generation
-
-    rng = as_host_random(rng)
+    _refuse_traced(m, "encrypt_pk")
     rows = tuple(rows)
     m = jnp.asarray(m)
-    batch = tuple(m.shape[:-2])
     if tables is not None and tuple(tables.rows) != rows:
         raise ValueError(f"encrypt_pk: the key-switching tables are for rows {tables.rows}, not {rows}")
-    enc_rows = rows if tables is None else keyswitch.extended_rows(tables)
-    # the host draws (v, then e0, then e1); the arithmetic is one jitted program
-    v = rng.ternary(batch + (ring.n,)).astype(np.int32)
     factor = check_error_factor(error_factor)
-    noise = [_draw_noise(batch + (ring.n,), ring, enc_rows, rng, sigma, tail, factor) for _ in range(2)]
-    return _encrypt_pk_program(m, pk, v, *noise, ring, tables, rows=rows)
+    return _encrypt_pk_program(m, pk, as_host_random(rng).device_key(), ring, tables, rows=rows,
+                               table=gaussian_table(sigma, tail), factor=factor)
 
 
-@functools.partial(jax.jit, static_argnames=("rows",))
-def _encrypt_pk_program(m, pk, v, e0, e1, ring, tables, *, rows):
-    """encrypt_pk's arithmetic: v, e0, e1 small int32[..., N] (or e0, e1 residues uint32[..., L, N]
-    on the encryption rows)."""
-    from . import keyswitch
+@functools.partial(jax.jit, static_argnames=("rows", "table", "factor"))
+def _encrypt_pk_program(m, pk, key, ring, tables, *, rows, table, factor):
+    """encrypt_pk after the host draw of ``key``: v (ternary), e0, e1 from its streams 0, 1, 2."""
+    from . import keyswitch  # the interface imports this module's helpers for key generation
 
     enc_rows = rows if tables is None else keyswitch.extended_rows(tables)
     shape = tuple(m.shape[:-2]) + (len(enc_rows), ring.n)
-    v = _noise_to_ntt(v, ring, enc_rows)
+    poly = tuple(m.shape[:-2]) + (ring.n,)
+    v = _sampled_ntt(key, 0, poly, ring, enc_rows, TERNARY)
+    e0, e1 = (_sampled_ntt(key, i, poly, ring, enc_rows, table, factor) for i in (1, 2))
     pk = ops.take_static(pk, enc_rows, -2, max_runs=1)
     full = lambda x: jnp.broadcast_to(x, shape)  # noqa: E731
-    c0 = ops.add_mod(ops.mul_mod(v, full(pk[0]), ring, enc_rows), _noise_to_ntt(e0, ring, enc_rows), ring, enc_rows)
-    c1 = ops.add_mod(ops.mul_mod(v, full(pk[1]), ring, enc_rows), _noise_to_ntt(e1, ring, enc_rows), ring, enc_rows)
+    c0 = ops.add_mod(ops.mul_mod(v, full(pk[0]), ring, enc_rows), e0, ring, enc_rows)
+    c1 = ops.add_mod(ops.mul_mod(v, full(pk[1]), ring, enc_rows), e1, ring, enc_rows)
     nl = len(rows)
     if tables is None:
         return jnp.stack([ops.add_mod(c0, m, ring, rows), c1], axis=-3)

@@ -8,8 +8,8 @@ from .crt import (MAX_TERMS, CrtQuotient, ExactConv, MixedRadixConv, crt_centere
 from .primes import check_ntt_prime, is_prime, ntt_primes, primitive_root_of_unity
 from .progress import progress_bar, slow_keygen
 from .pytree import HostTable, host_u32, pytree_dataclass, static_field, tables_field
-from .sampling import (SEED_BYTES, HostRandom, SeededUniform, as_host_random, record_uniform_seed, to_residues,
-                       uniform_residues, uniform_seed_of)
+from .sampling import (SEED_BYTES, TERNARY, HostRandom, SeededUniform, SmallTable, as_host_random, gaussian_table,
+                       record_uniform_seed, to_residues, uniform_residues, uniform_seed_of)
 from .security import HE_STD_128_TERNARY, check_rlwe_security
 from .shoup import device_u32
 
@@ -19,5 +19,5 @@ __all__ = [
     "device_u32", "fold_interval", "HostTable", "host_u32", "tables_field", "is_prime", "make_bconv_table", "make_context", "make_crt_quotient",
     "make_exact_conv", "make_mixed_radix_conv", "ntt_primes", "primitive_root_of_unity", "pytree_dataclass",
     "static_field", "to_residues", "SEED_BYTES", "SeededUniform", "record_uniform_seed", "uniform_residues",
-    "uniform_seed_of", "progress_bar", "slow_keygen",
+    "uniform_seed_of", "progress_bar", "slow_keygen", "SmallTable", "TERNARY", "gaussian_table",
 ]

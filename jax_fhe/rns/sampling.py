@@ -8,8 +8,10 @@
   JAX versions; never use it for secrets).
 * Noise is the *discrete* Gaussian D_{Z, sigma} (weights exp(-k^2 / (2 sigma^2))) truncated to
   |k| <= floor(tail * sigma), sampled by inversion of its cumulative table with 53-bit uniforms
-  (the table is exact up to 2^-53 per entry). The sampler is numpy, not constant-time: it runs
-  on the client's host, not on a shared server.
+  (the table is exact up to 2^-53 per entry). This numpy sampler is not constant-time: it runs
+  on the client's host, not on a shared server. Encryption draws its noise on the device instead
+  (:func:`jax_fhe.ops.sample_small`: the same table, a ChaCha20 keystream keyed by
+  :meth:`HostRandom.device_key`, the table scanned whole) from the :class:`SmallTable` s here.
 * :func:`to_residues` maps small signed integer polynomials (secrets, noise) to RNS residues.
 * :class:`SeededUniform` records that an object's uniform half (the "a" of RLWE samples) was drawn
   from ``HostRandom.public(seed)``, so that serialization (:mod:`jax_fhe.io`) can store the
@@ -142,6 +144,10 @@ class HostRandom:
         size = int(np.prod(shape, dtype=np.int64))
         return np.frombuffer(self._buffer(8 * size), dtype=np.uint64).reshape(shape)
 
+    def device_key(self) -> np.ndarray:
+        """A fresh 256-bit key for the device sampler (:func:`jax_fhe.ops.sample_small`): uint32[8]."""
+        return np.frombuffer(self.bytes(32), dtype="<u4").astype(np.uint32)
+
     def seed64(self) -> int:
         """A uniform 64-bit integer (e.g. a fresh seed for a public matrix)."""
         return int(self.uint64(())[()])
@@ -223,6 +229,31 @@ def _gaussian_table(sigma: float, tail: float):
         thresholds = np.round(cdf[:-1] * 2.0**53).astype(np.uint64)
         _TABLES[key] = (thresholds, bound)
     return _TABLES[key]
+
+
+@dataclasses.dataclass(frozen=True)
+class SmallTable:
+    """A distribution of small integers for the device sampler (:func:`jax_fhe.ops.sample_small`):
+    a 53-bit uniform u gives #{k : thresholds[k] <= u} - bound. Hashable (a static argument)."""
+
+    thresholds: tuple
+    bound: int
+
+    def probabilities(self) -> dict:
+        """{value: probability} exactly as the sampler draws it (for tests)."""
+        edges = (0,) + tuple(self.thresholds) + (1 << 53,)
+        return {k - self.bound: (edges[k + 1] - edges[k]) / 2.0**53 for k in range(len(edges) - 1)}
+
+
+#: Uniform {-1, 0, 1} (each within 2^-53 of 1/3).
+TERNARY = SmallTable(thresholds=(round(2**53 / 3), round(2**54 / 3)), bound=1)
+
+
+def gaussian_table(sigma: float, tail: float) -> SmallTable:
+    """The truncated discrete Gaussian of :meth:`HostRandom.gaussian` as a :class:`SmallTable`
+    (the same cumulative table)."""
+    thresholds, bound = _gaussian_table(float(sigma), float(tail))
+    return SmallTable(thresholds=tuple(int(t) for t in thresholds), bound=int(bound))
 
 
 def to_residues(coeffs, moduli: Sequence[int]) -> np.ndarray:
