@@ -4,8 +4,8 @@ beside CAT's RTX 4090 figures, and the element-wise operations against their HBM
 
 What is timed (one ciphertext, and per ciphertext of one vmapped call over ``--batch``):
 
-* encode / decode (batch encoding), decrypt: jitted; encrypt (public key): not jittable (the
-  randomness is sampled on the host), timed as the plain call.
+* encode / decode (batch encoding), decrypt: jitted; encrypt (public key): not jittable (each
+  call draws a fresh key on the host; the device samples the noise from it), timed as the plain call.
 * add (ciphertext + ciphertext), multiply_plain (ciphertext x a MulOperand: the plaintext lifted
   to the q primes and NTT-transformed beforehand, ``mul_operand``), multiply_plain_lift (ciphertext
   x a Plaintext of coefficients mod t: that lift and NTT inside the call), multiply and square (no relinearization, as in
@@ -335,7 +335,7 @@ def result_entries(rows, device_kind: str, bw: float) -> list:
             notes = (f"step {r['random_step']} = {' '.join(f'{s:+d}' for s in r['naf'])}: one key switch per term, "
                      f"with keys for ±2^i as SEAL's rotate_*_random")
         elif op == "encrypt":
-            notes = "not jitted: the randomness is sampled on the host (HostRandom), then uploaded"
+            notes = "the plain call (not jittable): a fresh 256-bit key drawn on the host (HostRandom), the noise sampled from it on the device"
         elif op == "multiply_plain":
             notes = "times a MulOperand: the plaintext lifted to the q primes and NTT-transformed beforehand (mul_operand)"
         elif op == "multiply_plain_lift":
