@@ -39,6 +39,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_diagonal_sums"] = capsule(jax_fhe::DiagonalSumsCpu);
     d["jax_fhe_graph_break"] = capsule(jax_fhe::GraphBreakCpu);
     d["jax_fhe_sample_small"] = capsule(jax_fhe::SampleSmallCpu);
+    d["jax_fhe_sample_uniform"] = capsule(jax_fhe::SampleUniformCpu);
     return d;
   });
   m.def("cuda_targets", []() {
@@ -61,6 +62,7 @@ NB_MODULE(_kernels, m) {
     d["jax_fhe_diagonal_sums"] = capsule(jax_fhe::DiagonalSumsCuda);
     d["jax_fhe_graph_break"] = capsule(jax_fhe::GraphBreakCuda);
     d["jax_fhe_sample_small"] = capsule(jax_fhe::SampleSmallCuda);
+    d["jax_fhe_sample_uniform"] = capsule(jax_fhe::SampleUniformCuda);
 #endif
     return d;
   });

@@ -71,6 +71,34 @@ FHE_HD void sample_block(const uint32_t* key, uint32_t stream, int64_t block, in
   }
 }
 
+// Uniform residues: value j (of [..., L, N] flattened) is the 64-bit keystream word j of the
+// stream reduced mod its limb's prime (q_l, l = (j / N) mod L), as HostRandom.uniform_mod
+// reduces host words: within q / 2^64 < 2^-32 of uniform per value.
+FHE_HD void uniform_block(const uint32_t* key, uint32_t stream, int64_t block, int64_t total,
+                          const uint32_t* moduli, int64_t limbs, int log_n, uint32_t* out) {
+  uint32_t words[16];
+  chacha20_block(key, static_cast<uint32_t>(block), stream, 0u, 0u, words);
+  const int64_t first = block * kSampleWordsPerBlock;
+  for (int w = 0; w < kSampleWordsPerBlock; ++w) {
+    const int64_t j = first + w;
+    if (j >= total) break;
+    const uint64_t q = moduli[(j >> log_n) % limbs];
+    out[j] = static_cast<uint32_t>(((static_cast<uint64_t>(words[2 * w + 1]) << 32) | words[2 * w]) % q);
+  }
+}
+
+inline ffi::Error check_uniform_args(const ffi::AnyBuffer::Dimensions& key,
+                                     const ffi::AnyBuffer::Dimensions& moduli,
+                                     const ffi::AnyBuffer::Dimensions& out, PolyShape* p) {
+  if (key.size() != 1 || key[0] != 8)
+    return ffi::Error::InvalidArgument("sample_uniform: the key must be uint32[8]");
+  if (auto e = decode_poly_shape(out, "sample_uniform output", p); e.failure()) return e;
+  if (auto e = expect_count(moduli, 1, p->limbs, "sample_uniform moduli"); e.failure()) return e;
+  if ((p->polys * p->n + kSampleWordsPerBlock - 1) / kSampleWordsPerBlock > (int64_t{1} << 32))
+    return ffi::Error::InvalidArgument("sample_uniform: more than 2^35 values from one stream");
+  return ffi::Error::Success();
+}
+
 inline ffi::Error check_sample_args(const ffi::AnyBuffer::Dimensions& key, int64_t total,
                                     ffi::Span<const int64_t> thresholds, int64_t bound) {
   if (key.size() != 1 || key[0] != 8)

@@ -1,6 +1,6 @@
-// Small signed polynomials from a ChaCha20 keystream on CUDA, bit-identical to sample_cpu.cc:
-// a thread computes one 64-byte block and writes its 8 coefficients; the table sits in shared
-// memory.
+// Small signed polynomials and uniform residues from a ChaCha20 keystream on CUDA,
+// bit-identical to sample_cpu.cc: a thread computes one 64-byte block and writes its 8 values;
+// the table sits in shared memory.
 #include <cuda_runtime.h>
 
 #include "common.h"
@@ -47,7 +47,44 @@ ffi::Error SampleSmallCudaImpl(cudaStream_t cu_stream, ffi::Buffer<ffi::U32> key
   return launch_status("sample_small");
 }
 
+__global__ void sample_uniform_kernel(const uint32_t* __restrict__ key,
+                                      const uint32_t* __restrict__ moduli, uint32_t* __restrict__ out,
+                                      int64_t total, uint32_t stream, int64_t limbs, int log_n) {
+  __shared__ uint32_t k[8];
+  if (threadIdx.x < 8) k[threadIdx.x] = __ldg(key + threadIdx.x);
+  __syncthreads();
+  const int64_t block = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (block * kSampleWordsPerBlock >= total) return;
+  uniform_block(k, stream, block, total, moduli, limbs, log_n, out);
+}
+
+ffi::Error SampleUniformCudaImpl(cudaStream_t cu_stream, ffi::Buffer<ffi::U32> key,
+                                 ffi::Buffer<ffi::U32> moduli, ffi::ResultBuffer<ffi::U32> out,
+                                 int64_t stream) {
+  PolyShape p;
+  if (auto e = check_uniform_args(key.dimensions(), moduli.dimensions(), out->dimensions(), &p);
+      e.failure())
+    return e;
+  const int64_t total = p.polys * p.n;
+  if (total == 0) return ffi::Error::Success();
+  const int64_t blocks = (total + kSampleWordsPerBlock - 1) / kSampleWordsPerBlock;
+  const unsigned grid = static_cast<unsigned>((blocks + kThreads - 1) / kThreads);
+  sample_uniform_kernel<<<grid, kThreads, 0, cu_stream>>>(key.typed_data(), moduli.typed_data(),
+                                                         out->typed_data(), total,
+                                                         static_cast<uint32_t>(stream), p.limbs, p.log_n);
+  return launch_status("sample_uniform");
+}
+
 }  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(SampleUniformCuda, SampleUniformCudaImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U32>>()
+                                  .Attr<int64_t>("stream"),
+                              {ffi::Traits::kCmdBufferCompatible});
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SampleSmallCuda, SampleSmallCudaImpl,
                               ffi::Ffi::Bind()

@@ -134,3 +134,18 @@ def sample_small(key_words, count: int, thresholds, bound: int, stream: int) -> 
             u = ((words[2 * w + 1] << 32) | words[2 * w]) >> 11
             out.append(sum(1 for t in thresholds if t <= u) - bound)
     return out
+
+
+def sample_uniform(key_words, moduli, batch: int, n: int, stream: int) -> list[int]:
+    """``batch`` x len(moduli) x n residues of the device's uniform sampler, flattened: value j
+    is the 64-bit keystream word j of ChaCha20(key, nonce (stream, 0, 0)) mod the prime of its
+    limb (j // n) % len(moduli)."""
+    out, count = [], batch * len(moduli) * n
+    for block in range((count + 7) // 8):
+        words = chacha20_block(key_words, block, (stream, 0, 0))
+        for w in range(8):
+            j = len(out)
+            if j == count:
+                break
+            out.append(((words[2 * w + 1] << 32) | words[2 * w]) % moduli[(j // n) % len(moduli)])
+    return out

@@ -123,6 +123,28 @@ def test_sample_small_distribution(device, put):
     assert (a != b).mean() > 0.5 and (a != c).mean() > 0.5
 
 
+def test_sample_uniform_matches_reference(device, put):
+    """Uniform residues on chosen rows of a context (a batch of 2, three limbs): the reference's
+    values bit for bit on CPU and GPU; every value below its prime and the range covered."""
+    import jax
+    from reference import sample_uniform as ref_uniform
+
+    from jax_fhe import ops, rns
+
+    n = 1024
+    primes = rns.ntt_primes(30, 3, n) + rns.ntt_primes(31, 2, n)
+    ctx = put(rns.make_context(primes, n))
+    rows = (4, 0, 2)
+    key = HostRandom.insecure_deterministic(12).device_key()
+    got = np.asarray(jax.jit(lambda k, c: ops.sample_uniform(k, (2,), c, rows, stream=5))(put(key), ctx))
+    moduli = [primes[r] for r in rows]
+    want = ref_uniform([int(k) for k in key], moduli, 2, n, 5)
+    assert got.shape == (2, 3, n) and got.dtype == np.uint32
+    np.testing.assert_array_equal(got.reshape(-1), np.asarray(want, np.uint32))
+    for limb, q in enumerate(moduli):
+        assert got[:, limb].max() < q and got[:, limb].max() > q * 0.99 and got[:, limb].min() < q * 0.01
+
+
 def test_sample_small_errors():
     from jax_fhe import ops
     from jax_fhe.rns import TERNARY
@@ -141,6 +163,14 @@ def test_sample_small_errors():
     assert HostRandom().device_key().dtype == np.uint32
     d = HostRandom.insecure_deterministic(1)
     assert not np.array_equal(d.device_key(), d.device_key())   # the stream moves on
+    from jax_fhe import rns
+    ctx = rns.make_context(rns.ntt_primes(30, 2, 1024), 1024)
+    with pytest.raises(TypeError, match="sample_uniform: the key"):
+        ops.sample_uniform(key[:7], (1,), ctx)
+    with pytest.raises(ValueError, match="stream"):
+        ops.sample_uniform(key, (1,), ctx, stream=-1)
+    with pytest.raises(ValueError):
+        ops.sample_uniform(key, (1,), ctx, rows=(0, 5))
 
 
 def test_encryption_refuses_jit():
@@ -160,3 +190,37 @@ def test_encryption_refuses_jit():
         assert not np.array_equal(np.asarray(a.data), np.asarray(b.data))
         np.testing.assert_array_equal(np.asarray(bfv.decode(bfv.decrypt(a, ctx, keys.secret), ctx)),
                                       np.asarray(bfv.decode(bfv.decrypt(b, ctx, keys.secret), ctx)))
+
+
+def test_encryption_jits_with_a_device_key(device, put):
+    """With ``rng`` a device key (an argument of the jitted function) encryption runs inside
+    jax.jit: the same key gives the same ciphertext as the eager call (the key is the whole of
+    its randomness), another key another one, and both decrypt; seed_a needs a HostRandom; under
+    vmap the sampler refuses (one key would give every entry the same noise)."""
+    import jax
+    from jax_fhe import bfv, ckks
+
+    rng = HostRandom.insecure_deterministic(4)
+    ctx = put(bfv.make_context(bfv.preset("toy-n12")))
+    keys = put(bfv.keygen(ctx, rng))
+    v = np.arange(ctx.params.n) % ctx.params.plain_modulus
+    k1, k2 = put(rng.device_key()), put(rng.device_key())
+    for key in (keys.public, keys.secret):
+        f = jax.jit(lambda v, k, key=key: bfv.encrypt(bfv.encode(v, ctx), ctx, key, k))
+        a, b = f(v, k1), f(v, k2)
+        np.testing.assert_array_equal(np.asarray(a.data), np.asarray(bfv.encrypt(bfv.encode(v, ctx), ctx, key, k1).data))
+        assert not np.array_equal(np.asarray(a.data), np.asarray(b.data))
+        for ct in (a, b):
+            np.testing.assert_array_equal(np.asarray(bfv.decode(bfv.decrypt(ct, ctx, keys.secret), ctx)), v)
+    with pytest.raises(Exception, match="vmap"):
+        jax.vmap(lambda v, k: bfv.encrypt(bfv.encode(v, ctx), ctx, keys.public, k).data)(
+            np.stack([v, v]), np.stack([np.asarray(k1), np.asarray(k2)]))
+
+    cctx = put(ckks.make_context(ckks.preset("toy-n12")))
+    ck = put(ckks.keygen(cctx, rng))
+    z = np.linspace(-1, 1, cctx.params.n // 2)
+    pt = ckks.encode(z, cctx)
+    ct = jax.jit(lambda pt, k: ckks.encrypt(pt, cctx, ck.public, k))(pt, k1)
+    assert np.abs(ckks.decode(ckks.decrypt(ct, cctx, ck.secret), cctx) - z).max() < 2**-15
+    with pytest.raises(TypeError, match="seed_a"):
+        ckks.encrypt(pt, cctx, ck.secret, k1, seed_a=True)

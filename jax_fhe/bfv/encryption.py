@@ -19,7 +19,7 @@ from .. import ops
 from ..ops import take_static
 from ..rlwe import encryption as rlwe_enc
 from ..rlwe.plainmod import lift_centered, mul_const_t
-from ..rns.sampling import as_host_random
+from ..rns.sampling import as_randomness
 from .context import BFVContext, check_context
 from .keys import PublicKey, SecretKey
 from .types import Ciphertext, Plaintext, check_data, check_plaintext
@@ -45,14 +45,15 @@ def lifted_message(m, ctx: BFVContext) -> jax.Array:
 
 def encrypt(pt: Plaintext, ctx: BFVContext, key, rng=None) -> Ciphertext:
     """Encrypt a plaintext (any batch shape) under a :class:`PublicKey` or :class:`SecretKey`.
-    ``rng``: HostRandom (None: os.urandom). Called outside ``jax.jit``: each call draws a fresh key
-    on the host (the device samples the noise from it; :mod:`jax_fhe.rlwe.encryption`)."""
+    ``rng``: HostRandom (None: os.urandom): each call draws a fresh key on the host and the device
+    samples the noise from it (outside ``jax.jit``); or that key itself, uint32[8]
+    (``HostRandom().device_key()``, a fresh one per call): then jittable."""
     ctx = check_context(ctx, "encrypt")
     p = ctx.params
     check_plaintext(pt, p, "encrypt")
     if getattr(key, "params", None) != p:
         raise ValueError(f"encrypt: the key must be for {p.name!r}")
-    rng = as_host_random(rng)
+    rng = as_randomness(rng)
     rows = ctx.q_rows
     m = _scaled_message(pt.data, ctx)
     if isinstance(key, PublicKey):

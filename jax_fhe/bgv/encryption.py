@@ -18,7 +18,7 @@ from ..bfv.types import Plaintext, check_data, check_plaintext
 from ..ops import take_static
 from ..rlwe import encryption as rlwe_enc
 from ..rlwe.plainmod import const_mod_t, lift_centered, mul_const_t
-from ..rns.sampling import as_host_random
+from ..rns.sampling import as_randomness
 from .context import BGVContext, check_context
 from .types import Ciphertext
 
@@ -43,15 +43,15 @@ _lifted_message = jax.jit(lifted_message, static_argnames=("level", "factor"))  
 
 def encrypt(pt: Plaintext, ctx: BGVContext, key, rng=None, *, level: int | None = None) -> Ciphertext:
     """Encrypt a plaintext (any batch shape) at ``level`` (default: the top) under a
-    :class:`PublicKey` or :class:`SecretKey`; factor 1. Called outside ``jax.jit``: each call draws
-    a fresh key on the host (the device samples the noise from it)."""
+    :class:`PublicKey` or :class:`SecretKey`; factor 1. ``rng`` as in :func:`jax_fhe.bfv.encrypt`
+    (a HostRandom outside ``jax.jit``, or a fresh uint32[8] device key per call: jittable)."""
     ctx = check_context(ctx, "encrypt")
     p = ctx.params
     check_plaintext(pt, p, "encrypt")
     if getattr(key, "params", None) != p:
         raise ValueError(f"encrypt: the key must be for {p.name!r}")
     level = p.max_level if level is None else p.check_level(level)
-    rng = as_host_random(rng)
+    rng = as_randomness(rng)
     rows = p.rows(level)
     m = _lifted_message(pt.data, ctx, level)
     t = p.plain_modulus

@@ -1,6 +1,7 @@
 """Encryption (public or secret key) and decryption.
 
-Encryption samples on the host (HostRandom), so it is not jitted; everything after it is.
+Encryption draws a 256-bit key on the host (HostRandom) and samples its noise on the device; with
+``rng`` a device key (uint32[8], a fresh one per call) it is jittable.
 Public-key encryption works in QP (the level's primes and the special primes P) and divides by P
 (ModDown): (v b + e0 + P m, v a + e1) / P. The noise v e + e0 + e1 s of a dense ternary v is
 divided by P and vanishes; what remains is ModDown's rounding, eps0 + eps1 s with |eps| <= 1/2
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from ..ops import take_static
 from ..rlwe import encryption as rlwe_enc
-from ..rns.sampling import as_host_random, record_uniform_seed
+from ..rns.sampling import as_randomness, record_uniform_seed
 from .context import CKKSContext, check_context
 from .keys import PublicKey, SecretKey
 from .types import Ciphertext, Plaintext, check_data
@@ -20,7 +21,8 @@ from .types import Ciphertext, Plaintext, check_data
 
 def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None, *, seed_a: bool = False) -> Ciphertext:
     """Encrypt a plaintext (any batch shape) under a :class:`PublicKey` or a
-    :class:`SecretKey`. ``rng``: HostRandom (None: os.urandom). ``seed_a`` (secret-key
+    :class:`SecretKey`. ``rng``: HostRandom (None: os.urandom), or a device key uint32[8]
+    (``HostRandom().device_key()``, a fresh one per call; jittable then). ``seed_a`` (secret-key
     encryption only): draw the uniform "a" component from a fresh public seed recorded on the
     ciphertext, so that :mod:`jax_fhe.io` stores it in half the size."""
     ctx = check_context(ctx, "encrypt")
@@ -31,7 +33,7 @@ def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None, *, seed_a: bool = Fa
         raise ValueError(f"encrypt: plaintext ({pt.params.name!r}), key and context ({p.name!r}) "
                          "must use the same parameter set")
     check_data(pt.data, p, pt.level, (), "encrypt")
-    rng = as_host_random(rng)
+    rng = as_randomness(rng)
     rows = p.rows(pt.level)
     a_seed = None
     if isinstance(key, PublicKey):

@@ -19,7 +19,7 @@ from .limbs import take_limbs, take_static
 from .modgemm import mod_matmul_planes
 from .modarith import add_mod, mac_mod, mul_limb_consts, mul_mod, mul_shoup, neg_mod, reduce_mod, sub_mod
 from .ntt import intt, ntt, ntt_lift
-from .sample import sample_small
+from .sample import sample_small, sample_uniform
 from .tensor import tensor_product
 
 __all__ = [
@@ -27,6 +27,6 @@ __all__ = [
     "bconv", "bconv_centered",
     "bconv_centered_stacked", "conjugation_element", "diagonal_sums", "digit_key_product", "exact_conv", "galois_element",
     "graph_break", "intt", "mac_mod", "mixed_radix_conv", "mod_matmul_planes", "mul_limb_consts", "mul_mod", "mul_shoup",
-    "neg_mod", "ntt", "ntt_lift", "reduce_mod", "rounded_quotient", "sample_small", "stack_centered", "sub_mod", "take_limbs",
+    "neg_mod", "ntt", "ntt_lift", "reduce_mod", "rounded_quotient", "sample_small", "sample_uniform", "stack_centered", "sub_mod", "take_limbs",
     "take_static", "tensor_product",
 ]

@@ -3,12 +3,14 @@
 Everything here works on plain arrays over chosen rows of an :class:`jax_fhe.rns.RNSContext`
 (``rows``: which primes the L limbs use), so a scheme decides its levels and wraps the result in
 its own types. Randomness comes only from :class:`jax_fhe.rns.HostRandom` (os.urandom unless a
-test passes an explicitly insecure one): an encryption draws one 256-bit key there (and, with a
-secret key, the uniform ``a``); the device expands the key into the ternary ``v`` and the
-Gaussian noise (:func:`jax_fhe.ops.sample_small`: ChaCha20, one stream per polynomial), inside
-the one jitted program that does the arithmetic. Encryption takes host randomness, so it is
-called outside ``jax.jit`` (a jitted caller would bake one draw into its program: refused);
-decryption is jittable.
+test passes an explicitly insecure one): an encryption draws one 256-bit key there; the device
+expands it into the ternary ``v``, the Gaussian noise and a secret-key encryption's uniform ``a``
+(:func:`jax_fhe.ops.sample_small`, :func:`jax_fhe.ops.sample_uniform`: ChaCha20, one stream per
+polynomial) inside the one jitted program that does the arithmetic; a seeded ``a`` (``a_seed``)
+comes from its public SHAKE-256 stream on the host. ``rng`` may also be that key itself
+(uint32[8]): then encryption is jittable (pass a fresh key per call as an argument; a key
+encrypts once). A HostRandom inside ``jax.jit`` is refused: its draw would be baked into the
+program and repeated. Decryption is jittable.
 
 Component order (:mod:`.ciphertext`): (c0, c1) = (b, a) with b = m + e - a s, phase c0 + c1 s.
 """
@@ -26,7 +28,7 @@ from .. import ops
 from ..rns.context import RNSContext
 from ..rns.pytree import host_u32
 from ..rns.sampling import (SEED_BYTES, TERNARY, HostRandom, SeededUniform, SmallTable, as_host_random, gaussian_table,
-                            to_residues, uniform_residues)
+                            is_device_key, to_residues, uniform_residues)
 from ..rns.shoup import device_u32
 
 NOISE_TAIL = 6.0  # discrete Gaussian noise truncated at 6 sigma
@@ -48,13 +50,13 @@ def secret_ntt(s, ring: RNSContext, rows: Sequence[int] | None = None) -> jax.Ar
     return ops.ntt(jnp.asarray(to_residues(np.asarray(s), ring.primes_for(rows))), ring, rows)
 
 
-def noise_ntt(shape: tuple, ring: RNSContext, rows: Sequence[int], rng: HostRandom, sigma: float,
+def noise_ntt(shape: tuple, ring: RNSContext, rows: Sequence[int], rng, sigma: float,
               tail: float = NOISE_TAIL, error_factor: int = 1) -> jax.Array:
     """Discrete Gaussian noise polynomials of batch shape ``shape`` (last axis N), times the
     integer ``error_factor`` (BGV: the plaintext modulus t), in the NTT domain on ``rows``:
-    uint32[*shape[:-1], L, N]. Drawn on the device from a key ``rng`` gives."""
+    uint32[*shape[:-1], L, N], drawn on the device from a key ``rng`` gives (or is)."""
     factor = check_error_factor(error_factor)
-    return _noise_program(as_host_random(rng).device_key(), ring, shape=tuple(int(d) for d in shape), rows=tuple(rows),
+    return _noise_program(encryption_key(rng, None, "noise_ntt"), ring, shape=tuple(int(d) for d in shape), rows=tuple(rows),
                           table=gaussian_table(sigma, tail), factor=factor)
 
 
@@ -75,11 +77,22 @@ def _sampled_ntt(key, stream: int, shape: tuple, ring: RNSContext, rows: tuple, 
     return ops.mul_limb_consts(x, host_u32([factor % q for q in ring.primes_for(rows)]), ring, rows)
 
 
-def _refuse_traced(m, what: str) -> None:
+def encryption_key(rng, m, what: str, *, a_seed=None) -> jax.Array:
+    """The device-sampler key of one encryption of ``m``: ``rng`` itself when it is a key
+    (uint32[8], e.g. an argument of a jitted function), else a fresh one drawn from the HostRandom
+    ``rng`` (None: os.urandom). A HostRandom draw inside a trace, or a host-drawn ``a_seed``
+    there, would be baked into the compiled program and repeated at every call: refused."""
+    if is_device_key(rng):
+        if a_seed is not None and isinstance(m, jax.core.Tracer):
+            raise TypeError(f"{what}: a seeded a (seed_a) is drawn on the host and cannot be traced")
+        return jnp.asarray(rng)
     if isinstance(m, jax.core.Tracer):
-        raise TypeError(f"{what}: encryption draws fresh randomness on the host at each call, so it "
-                        "cannot run inside jax.jit (the draw would be baked into the compiled program "
-                        "and repeated); call it outside the jitted function and pass the ciphertext in")
+        raise TypeError(f"{what}: with a HostRandom (or rng=None) encryption draws fresh randomness on the "
+                        "host at each call, so inside jax.jit the draw would be baked into the compiled "
+                        "program and repeated; pass a fresh device key as an argument of the jitted "
+                        "function instead (rng=HostRandom().device_key(), one per call), or encrypt "
+                        "outside it")
+    return as_host_random(rng).device_key()
 
 
 def check_error_factor(error_factor) -> int:
@@ -98,6 +111,8 @@ def uniform(batch: tuple, ring: RNSContext, rows: Sequence[int], rng: HostRandom
 
 def new_seed(rng: HostRandom | None, seeded: bool) -> bytes | None:
     """A fresh public seed for a seeded ``a`` (drawn from ``rng``), or None when not ``seeded``."""
+    if seeded and is_device_key(rng):
+        raise TypeError("seed_a: the public seed is drawn from a HostRandom (or rng=None), not from a device key")
     return as_host_random(rng).bytes(SEED_BYTES) if seeded else None
 
 
@@ -112,33 +127,39 @@ def seed_record(a_seed: bytes, ring: RNSContext, rows: Sequence[int], batch: tup
                          rows=None if limbs is None else rows, limbs=None if limbs is None else int(limbs))
 
 
-def encrypt_sk(m, s, ring: RNSContext, rows: Sequence[int], rng: HostRandom | None, sigma: float,
+def encrypt_sk(m, s, ring: RNSContext, rows: Sequence[int], rng, sigma: float,
                tail: float = NOISE_TAIL, error_factor: int = 1, *, a_seed: bytes | None = None) -> jax.Array:
     """Secret-key encryptions of NTT-domain messages ``m``: uint32[..., L, N] on ``rows``, under the
     NTT-domain secret ``s`` (uint32[L, N] on the same rows). Returns uint32[..., 2, L, N] (NTT):
     (m + f e - a s, a) with a uniform, e discrete Gaussian and f = ``error_factor`` (1; BGV
-    passes its plaintext modulus t, so that the noise vanishes mod t).
+    passes its plaintext modulus t, so that the noise vanishes mod t). ``rng``: a HostRandom
+    (None: os.urandom) or a device key uint32[8] (:func:`encryption_key`).
 
-    ``a_seed`` (bytes): draw a from the public stream ``HostRandom.public(a_seed)`` instead of
-    ``rng`` (e still comes from ``rng``), so that a can be stored as the seed
+    ``a_seed`` (bytes): draw a from the public stream ``HostRandom.public(a_seed)`` on the host
+    instead of from ``rng``'s key on the device (e still comes from ``rng``), so that a can be
+    stored as the seed
     (:func:`seed_record`, :mod:`jax_fhe.io`)."""
-    _refuse_traced(m, "encrypt_sk")
-    rng = as_host_random(rng)
+    key = encryption_key(rng, m, "encrypt_sk", a_seed=a_seed)
     rows = tuple(rows)
     m = jnp.asarray(m)
     batch = tuple(m.shape[:-2])
     factor = check_error_factor(error_factor)
-    # the host draws a (or takes it from its public seed) and the noise key; the device samples e
-    a = uniform_residues(rng if a_seed is None else HostRandom.public(bytes(a_seed)), ring.primes_for(rows),
-                         batch, ring.n)
-    return _encrypt_sk_program(m, s, a, rng.device_key(), ring, rows=rows,
+    # the host draws the key; the device samples e and a (a seeded a comes from its public
+    # stream on the host, so that jax_fhe.io can redraw it from the seed)
+    a = None if a_seed is None else uniform_residues(HostRandom.public(bytes(a_seed)), ring.primes_for(rows),
+                                                     batch, ring.n)
+    return _encrypt_sk_program(m, s, a, key, ring, rows=rows,
                                table=gaussian_table(sigma, tail), factor=factor)
 
 
 @functools.partial(jax.jit, static_argnames=("rows", "table", "factor"))
 def _encrypt_sk_program(m, s, a, key, ring, *, rows, table, factor):
-    """encrypt_sk after the host draws: (m + f e - a s, a), e from stream 0 of ``key``."""
-    e = _sampled_ntt(key, 0, tuple(m.shape[:-2]) + (ring.n,), ring, rows, table, factor)
+    """encrypt_sk after the host draws: (m + f e - a s, a), e from stream 0 of ``key``, a (when
+    not given) uniform from its stream 1."""
+    batch = tuple(m.shape[:-2])
+    if a is None:
+        a = ops.sample_uniform(key, batch, ring, rows, stream=1)
+    e = _sampled_ntt(key, 0, batch + (ring.n,), ring, rows, table, factor)
     b = ops.sub_mod(ops.add_mod(m, e, ring, rows), ops.mul_mod(a, jnp.broadcast_to(s, a.shape), ring, rows),
                     ring, rows)
     return jnp.stack([b, a], axis=-3)
@@ -153,7 +174,7 @@ def gen_public_key(s, ring: RNSContext, rows: Sequence[int], rng: HostRandom | N
                       error_factor, a_seed=a_seed)
 
 
-def encrypt_pk(m, pk, ring: RNSContext, rows: Sequence[int], rng: HostRandom | None, sigma: float,
+def encrypt_pk(m, pk, ring: RNSContext, rows: Sequence[int], rng, sigma: float,
                tables=None, tail: float = NOISE_TAIL, error_factor: int = 1) -> jax.Array:
     """Public-key encryptions of NTT-domain messages ``m``: uint32[..., L, N] on ``rows``.
 
@@ -164,14 +185,15 @@ def encrypt_pk(m, pk, ring: RNSContext, rows: Sequence[int], rng: HostRandom | N
     noise v e + e0 + e1 s shrinks by P and only the division's rounding remains
     (|eps0 + eps1 s| ~ sqrt(h / 12) instead of ~ sigma sqrt(N)); tables made with a plaintext
     modulus t (BGV) divide with the t-correction, which keeps the phase mod t (the rounding
-    term is then a multiple of t). Returns uint32[..., 2, L, N] (NTT)."""
-    _refuse_traced(m, "encrypt_pk")
+    term is then a multiple of t). Returns uint32[..., 2, L, N] (NTT). ``rng``: a HostRandom
+    (None: os.urandom) or a device key uint32[8] (:func:`encryption_key`)."""
+    key = encryption_key(rng, m, "encrypt_pk")
     rows = tuple(rows)
     m = jnp.asarray(m)
     if tables is not None and tuple(tables.rows) != rows:
         raise ValueError(f"encrypt_pk: the key-switching tables are for rows {tables.rows}, not {rows}")
     factor = check_error_factor(error_factor)
-    return _encrypt_pk_program(m, pk, as_host_random(rng).device_key(), ring, tables, rows=rows,
+    return _encrypt_pk_program(m, pk, key, ring, tables, rows=rows,
                                table=gaussian_table(sigma, tail), factor=factor)
 
 

@@ -208,8 +208,22 @@ def as_host_random(rng) -> HostRandom:
     if rng is None:
         return HostRandom()
     if not isinstance(rng, HostRandom):
-        raise TypeError(f"rng must be a jax_fhe.rns.HostRandom (or None for os.urandom), got {type(rng).__name__}")
+        raise TypeError(f"rng must be a jax_fhe.rns.HostRandom (or None for os.urandom), got {type(rng).__name__}"
+                        + (f" {np.dtype(rng.dtype)}{list(rng.shape)} (an encryption also takes a uint32[8] device key)"
+                           if hasattr(rng, "dtype") and hasattr(rng, "shape") else ""))
     return rng
+
+
+def is_device_key(rng) -> bool:
+    """Whether ``rng`` is a device-sampler key: a uint32[8] array (numpy, jax, or traced)."""
+    dtype = getattr(rng, "dtype", None)
+    return dtype is not None and np.dtype(dtype) == np.uint32 and tuple(getattr(rng, "shape", ())) == (8,)
+
+
+def as_randomness(rng):
+    """An encryption's ``rng``: a HostRandom (None: os.urandom), or an explicit device key
+    (uint32[8], :meth:`HostRandom.device_key`) returned as it is; TypeError for anything else."""
+    return rng if is_device_key(rng) else as_host_random(rng)
 
 
 _TABLES: dict = {}
