@@ -58,17 +58,25 @@ FHE_HD int32_t table_sample(uint64_t u, const int64_t* t, int count, int32_t bou
   return below - bound;
 }
 
-// The up-to-8 coefficients of keystream block `block` (those below `total`).
-FHE_HD void sample_block(const uint32_t* key, uint32_t stream, int64_t block, int64_t total,
-                         const int64_t* t, int count, int32_t bound, int32_t* out) {
+// emit(j, w) for each value j of keystream block `block` below `total`, w its 64-bit keystream
+// word (little-endian pair 2j, 2j + 1 of the stream).
+template <typename Emit>
+FHE_HD void for_block_words(const uint32_t* key, uint32_t stream, int64_t block, int64_t total,
+                            Emit emit) {
   uint32_t words[16];
   chacha20_block(key, static_cast<uint32_t>(block), stream, 0u, 0u, words);
   const int64_t first = block * kSampleWordsPerBlock;
   for (int w = 0; w < kSampleWordsPerBlock; ++w) {
     if (first + w >= total) break;
-    const uint64_t u = ((static_cast<uint64_t>(words[2 * w + 1]) << 32) | words[2 * w]) >> 11;
-    out[first + w] = table_sample(u, t, count, bound);
+    emit(first + w, (static_cast<uint64_t>(words[2 * w + 1]) << 32) | words[2 * w]);
   }
+}
+
+// The table samples of block `block`: u = the word's top 53 bits.
+FHE_HD void sample_block(const uint32_t* key, uint32_t stream, int64_t block, int64_t total,
+                         const int64_t* t, int count, int32_t bound, int32_t* out) {
+  for_block_words(key, stream, block, total,
+                  [&](int64_t j, uint64_t w) { out[j] = table_sample(w >> 11, t, count, bound); });
 }
 
 // Uniform residues: value j (of [..., L, N] flattened) is the 64-bit keystream word j of the
@@ -76,15 +84,9 @@ FHE_HD void sample_block(const uint32_t* key, uint32_t stream, int64_t block, in
 // reduces host words: within q / 2^64 < 2^-32 of uniform per value.
 FHE_HD void uniform_block(const uint32_t* key, uint32_t stream, int64_t block, int64_t total,
                           const uint32_t* moduli, int64_t limbs, int log_n, uint32_t* out) {
-  uint32_t words[16];
-  chacha20_block(key, static_cast<uint32_t>(block), stream, 0u, 0u, words);
-  const int64_t first = block * kSampleWordsPerBlock;
-  for (int w = 0; w < kSampleWordsPerBlock; ++w) {
-    const int64_t j = first + w;
-    if (j >= total) break;
-    const uint64_t q = moduli[(j >> log_n) % limbs];
-    out[j] = static_cast<uint32_t>(((static_cast<uint64_t>(words[2 * w + 1]) << 32) | words[2 * w]) % q);
-  }
+  for_block_words(key, stream, block, total, [&](int64_t j, uint64_t w) {
+    out[j] = static_cast<uint32_t>(w % static_cast<uint64_t>(moduli[(j >> log_n) % limbs]));
+  });
 }
 
 inline ffi::Error check_uniform_args(const ffi::AnyBuffer::Dimensions& key,
@@ -96,6 +98,12 @@ inline ffi::Error check_uniform_args(const ffi::AnyBuffer::Dimensions& key,
   if (auto e = expect_count(moduli, 1, p->limbs, "sample_uniform moduli"); e.failure()) return e;
   if ((p->polys * p->n + kSampleWordsPerBlock - 1) / kSampleWordsPerBlock > (int64_t{1} << 32))
     return ffi::Error::InvalidArgument("sample_uniform: more than 2^35 values from one stream");
+  return ffi::Error::Success();
+}
+
+inline ffi::Error check_stream(int64_t stream) {
+  if (stream < 0 || stream >= (int64_t{1} << 32))
+    return ffi::Error::InvalidArgument("sample: stream must be in [0, 2^32)");
   return ffi::Error::Success();
 }
 

@@ -17,16 +17,22 @@ struct SampleTable {
   int64_t t[kMaxSampleTable];
 };
 
+// The key into shared memory; the keystream block this thread computes (-1: none).
+__device__ __forceinline__ int64_t block_of_thread(const uint32_t* key, uint32_t* k, int64_t total) {
+  if (threadIdx.x < 8) k[threadIdx.x] = __ldg(key + threadIdx.x);
+  __syncthreads();
+  const int64_t block = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  return block * kSampleWordsPerBlock < total ? block : -1;
+}
+
 __global__ void sample_small_kernel(const uint32_t* __restrict__ key, int32_t* __restrict__ out,
                                     int64_t total, uint32_t stream, int32_t bound, int count,
                                     const SampleTable table) {
   __shared__ int64_t t[kMaxSampleTable];
   __shared__ uint32_t k[8];
   for (int i = threadIdx.x; i < count; i += blockDim.x) t[i] = table.t[i];
-  if (threadIdx.x < 8) k[threadIdx.x] = __ldg(key + threadIdx.x);
-  __syncthreads();
-  const int64_t block = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (block * kSampleWordsPerBlock >= total) return;
+  const int64_t block = block_of_thread(key, k, total);
+  if (block < 0) return;
   sample_block(k, stream, block, total, t, count, bound, out);
 }
 
@@ -35,6 +41,7 @@ ffi::Error SampleSmallCudaImpl(cudaStream_t cu_stream, ffi::Buffer<ffi::U32> key
                                ffi::Span<const int64_t> thresholds) {
   const int64_t total = element_count(out->dimensions());
   if (auto e = check_sample_args(key.dimensions(), total, thresholds, bound); e.failure()) return e;
+  if (auto e = check_stream(stream); e.failure()) return e;
   if (total == 0) return ffi::Error::Success();
   SampleTable table;
   const int count = static_cast<int>(thresholds.size());
@@ -51,10 +58,8 @@ __global__ void sample_uniform_kernel(const uint32_t* __restrict__ key,
                                       const uint32_t* __restrict__ moduli, uint32_t* __restrict__ out,
                                       int64_t total, uint32_t stream, int64_t limbs, int log_n) {
   __shared__ uint32_t k[8];
-  if (threadIdx.x < 8) k[threadIdx.x] = __ldg(key + threadIdx.x);
-  __syncthreads();
-  const int64_t block = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (block * kSampleWordsPerBlock >= total) return;
+  const int64_t block = block_of_thread(key, k, total);
+  if (block < 0) return;
   uniform_block(k, stream, block, total, moduli, limbs, log_n, out);
 }
 
@@ -65,6 +70,7 @@ ffi::Error SampleUniformCudaImpl(cudaStream_t cu_stream, ffi::Buffer<ffi::U32> k
   if (auto e = check_uniform_args(key.dimensions(), moduli.dimensions(), out->dimensions(), &p);
       e.failure())
     return e;
+  if (auto e = check_stream(stream); e.failure()) return e;
   const int64_t total = p.polys * p.n;
   if (total == 0) return ffi::Error::Success();
   const int64_t blocks = (total + kSampleWordsPerBlock - 1) / kSampleWordsPerBlock;

@@ -156,6 +156,15 @@ def test_sample_small_errors():
         ops.sample_small(key.astype(np.int32), (16,), TERNARY)
     with pytest.raises(TypeError, match="SmallTable"):
         ops.sample_small(key, (16,), (1, 2))
+    from jax_fhe.rns import SmallTable, gaussian_table
+    for bad in (dict(thresholds=(5, 3), bound=1), dict(thresholds=(1.5,), bound=0), dict(thresholds=(), bound=0),
+                dict(thresholds=(1 << 54,), bound=0), dict(thresholds=(1, 2), bound=3), dict(thresholds=[1], bound=0)):
+        with pytest.raises(ValueError, match="SmallTable"):
+            SmallTable(**bad)
+    with pytest.raises(ValueError, match="sigma \\* tail"):
+        gaussian_table(30.0, 6.0)
+    with pytest.raises(TypeError):
+        ops.sample_small(key, (2.5,), TERNARY)
     with pytest.raises(ValueError, match="stream"):
         ops.sample_small(key, (16,), TERNARY, stream=1 << 32)
     with pytest.raises(ValueError, match="negative"):
@@ -195,8 +204,9 @@ def test_encryption_refuses_jit():
 def test_encryption_jits_with_a_device_key(device, put):
     """With ``rng`` a device key (an argument of the jitted function) encryption runs inside
     jax.jit: the same key gives the same ciphertext as the eager call (the key is the whole of
-    its randomness), another key another one, and both decrypt; seed_a needs a HostRandom; under
-    vmap the sampler refuses (one key would give every entry the same noise)."""
+    its randomness), another key another one, and both decrypt; seed_a needs a HostRandom. What
+    would repeat one draw raises: a concrete key inside jit, vmap with the key batched or not
+    (one key would give every entry the same noise), a public stream as the noise's source."""
     import jax
     from jax_fhe import bfv, ckks
 
@@ -215,6 +225,13 @@ def test_encryption_jits_with_a_device_key(device, put):
     with pytest.raises(Exception, match="vmap"):
         jax.vmap(lambda v, k: bfv.encrypt(bfv.encode(v, ctx), ctx, keys.public, k).data)(
             np.stack([v, v]), np.stack([np.asarray(k1), np.asarray(k2)]))
+    for key in (keys.public, keys.secret):
+        with pytest.raises(Exception, match="vmap"):
+            jax.vmap(lambda v, key=key: bfv.encrypt(bfv.encode(v, ctx), ctx, key, k1).data)(np.stack([v, v]))
+    with pytest.raises(TypeError, match="argument of the jitted function"):
+        jax.jit(lambda v: bfv.encrypt(bfv.encode(v, ctx), ctx, keys.public, k1).data)(v)
+    with pytest.raises(ValueError, match="public stream"):
+        bfv.encrypt(bfv.encode(v, ctx), ctx, keys.public, HostRandom.public(1))
 
     cctx = put(ckks.make_context(ckks.preset("toy-n12")))
     ck = put(ckks.keygen(cctx, rng))

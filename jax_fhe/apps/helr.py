@@ -81,6 +81,7 @@ import numpy as np
 from .. import ckks, circuits
 from ..ckks import CKKSContext, Ciphertext, EvalKeys, Plaintext
 from ..rns.pytree import pytree_dataclass
+from ..rns.sampling import as_host_random
 
 __all__ = ["DEPTH", "SIGMOID3", "HELRConfig", "HELRKeys", "Plan", "StepInputs", "accuracy", "auc",
            "decrypt_weights", "design_matrix", "encrypt_inputs", "encrypt_zero_weights", "gen_keys",
@@ -348,6 +349,7 @@ def encrypt_inputs(ctx: CKKSContext, key, batches, plan: Plan, rng=None) -> list
         raise ValueError(f"encrypt_inputs: {len(z)} batches for {plan.config.iterations} iterations")
     if _blocks(z.shape[1], plan.rows, plan.config.features) != plan.ciphertexts:
         raise ValueError(f"encrypt_inputs: batches of {z.shape[1]} rows, the plan is for {plan.ciphertexts} ciphertexts")
+    rng = as_host_random(rng)   # many encryptions: a HostRandom (each draws its own key), not one device key
     out = []
     for t in range(len(z)):
         level = plan.levels[t]

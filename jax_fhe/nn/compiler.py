@@ -35,6 +35,7 @@ import numpy as np
 from .. import ckks, circuits
 from ..ckks import CKKSContext, Ciphertext, EvalKeys
 from ..rns import progress_bar
+from ..rns.sampling import as_host_random
 from . import model as _model
 from .activation import PolyReLU
 
@@ -655,6 +656,7 @@ def run(compiled: CompiledModel, images, keys, pk, sk, rng=None, *, staged: bool
     program."""
     import jax
     infer = compiled.staged if staged else compiled
+    rng = as_host_random(rng)   # one encryption an image: a HostRandom (each draws its own key), not one device key
     p, ctx = compiled.plan, compiled.ctx
     images = np.asarray(images)
     t0 = time.perf_counter()

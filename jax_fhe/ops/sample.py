@@ -9,6 +9,8 @@ residues take the 64-bit keystream words reduced mod each limb's prime, as
 ``HostRandom.uniform_mod`` reduces host words (within 2^-32 of uniform per value)."""
 from __future__ import annotations
 
+import operator
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,7 +42,7 @@ def sample_small(key, shape, table: SmallTable, stream: int = 0) -> jax.Array:
     if not isinstance(table, SmallTable):
         raise TypeError(f"sample_small: table must be a jax_fhe.rns.SmallTable, got {type(table).__name__}")
     stream = _check_stream(stream, "sample_small")
-    shape = tuple(int(s) for s in shape)
+    shape = tuple(operator.index(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ValueError(f"sample_small: negative dimension in shape {shape}")
     if int(np.prod(shape, dtype=np.int64)) > 1 << 35:
@@ -57,8 +59,9 @@ def sample_uniform(key, batch, ctx, rows=None, stream: int = 0) -> jax.Array:
     key = _check_key(key, "sample_uniform")
     ctx = as_context(ctx, "sample_uniform")
     stream = _check_stream(stream, "sample_uniform")
-    rows = ctx.rows_for(len(ctx.primes) if rows is None else len(tuple(rows)), rows)
-    batch = tuple(int(b) for b in batch)
+    rows = None if rows is None else tuple(rows)
+    rows = ctx.rows_for(len(ctx.primes) if rows is None else len(rows), rows)
+    batch = tuple(operator.index(b) for b in batch)
     if any(b < 0 for b in batch):
         raise ValueError(f"sample_uniform: negative dimension in batch {batch}")
     shape = batch + (len(rows), ctx.n)

@@ -9,8 +9,9 @@ expands it into the ternary ``v``, the Gaussian noise and a secret-key encryptio
 polynomial) inside the one jitted program that does the arithmetic; a seeded ``a`` (``a_seed``)
 comes from its public SHAKE-256 stream on the host. ``rng`` may also be that key itself
 (uint32[8]): then encryption is jittable (pass a fresh key per call as an argument; a key
-encrypts once). A HostRandom inside ``jax.jit`` is refused: its draw would be baked into the
-program and repeated. Decryption is jittable.
+encrypts once). What would repeat one draw at every call is refused (:func:`encryption_key`):
+a HostRandom or a concrete key inside ``jax.jit``, and ``jax.vmap`` (one key for every entry;
+encryption takes batched plaintexts as they are). Decryption is jittable.
 
 Component order (:mod:`.ciphertext`): (c0, c1) = (b, a) with b = m + e - a s, phase c0 + c1 s.
 """
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.core import unsafe_am_i_under_a_jit_DO_NOT_USE
 
 from .. import ops
 from ..rns.context import RNSContext
@@ -79,20 +81,45 @@ def _sampled_ntt(key, stream: int, shape: tuple, ring: RNSContext, rows: tuple, 
 
 def encryption_key(rng, m, what: str, *, a_seed=None) -> jax.Array:
     """The device-sampler key of one encryption of ``m``: ``rng`` itself when it is a key
-    (uint32[8], e.g. an argument of a jitted function), else a fresh one drawn from the HostRandom
-    ``rng`` (None: os.urandom). A HostRandom draw inside a trace, or a host-drawn ``a_seed``
-    there, would be baked into the compiled program and repeated at every call: refused."""
+    (uint32[8]; inside ``jax.jit`` it must be an argument of the jitted function), else a fresh
+    one drawn from the HostRandom ``rng`` (None: os.urandom). Refused, because the draw would be
+    baked into the compiled program and repeated at every call: a HostRandom, a concrete key or a
+    host-drawn ``a_seed`` inside ``jax.jit`` (or ``jax.eval_shape``), and a HostRandom under
+    ``jax.vmap``. A public stream (``HostRandom.public``) is refused as noise."""
+    staging = _staging()
     if is_device_key(rng):
-        if a_seed is not None and isinstance(m, jax.core.Tracer):
+        if staging and not isinstance(rng, jax.core.Tracer):
+            raise TypeError(f"{what}: a concrete device key inside jax.jit would be baked into the program and "
+                            "reused at every call; pass the key as an argument of the jitted function")
+        if a_seed is not None and (staging or isinstance(m, jax.core.Tracer)):
             raise TypeError(f"{what}: a seeded a (seed_a) is drawn on the host and cannot be traced")
         return jnp.asarray(rng)
-    if isinstance(m, jax.core.Tracer):
+    if staging or isinstance(m, jax.core.Tracer):
         raise TypeError(f"{what}: with a HostRandom (or rng=None) encryption draws fresh randomness on the "
-                        "host at each call, so inside jax.jit the draw would be baked into the compiled "
-                        "program and repeated; pass a fresh device key as an argument of the jitted "
-                        "function instead (rng=HostRandom().device_key(), one per call), or encrypt "
-                        "outside it")
-    return as_host_random(rng).device_key()
+                        "host at each call, so inside jax.jit or jax.vmap the draw would be baked into the "
+                        "program and repeated; inside jax.jit pass a fresh device key as an argument of the "
+                        "jitted function (rng=HostRandom().device_key(), one per call), or encrypt outside "
+                        "it (encryption takes a batch of plaintexts without vmap)")
+    rng = as_host_random(rng)
+    if rng.is_public:
+        raise ValueError(f"{what}: HostRandom.public is a public stream for public data; noise must come from "
+                         "a secret one (HostRandom(), or insecure_deterministic in tests)")
+    return rng.device_key()
+
+
+def _staging() -> bool:
+    """Whether a jax.jit (or eval_shape) trace is being recorded. jax.extend's check reads the
+    trace stack (about 1 us); probing with array operations costs eager dispatches (an H200
+    machine gave 1.3 ms a public-key encryption with such a probe, 0.6-0.9 ms without, in
+    different calls)."""
+    return unsafe_am_i_under_a_jit_DO_NOT_USE()
+
+
+def _tied(key, m):
+    """``key``, made to depend on the data of ``m`` (XLA folds the dependence away): under
+    jax.vmap over m the key is then batched too and the sampler refuses, instead of drawing
+    every entry's noise from the one key."""
+    return key ^ (jnp.sum(m.reshape(-1)[:1], dtype=jnp.uint32) & jnp.uint32(0))
 
 
 def check_error_factor(error_factor) -> int:
@@ -157,6 +184,7 @@ def _encrypt_sk_program(m, s, a, key, ring, *, rows, table, factor):
     """encrypt_sk after the host draws: (m + f e - a s, a), e from stream 0 of ``key``, a (when
     not given) uniform from its stream 1."""
     batch = tuple(m.shape[:-2])
+    key = _tied(key, m)
     if a is None:
         a = ops.sample_uniform(key, batch, ring, rows, stream=1)
     e = _sampled_ntt(key, 0, batch + (ring.n,), ring, rows, table, factor)
@@ -205,6 +233,7 @@ def _encrypt_pk_program(m, pk, key, ring, tables, *, rows, table, factor):
     enc_rows = rows if tables is None else keyswitch.extended_rows(tables)
     shape = tuple(m.shape[:-2]) + (len(enc_rows), ring.n)
     poly = tuple(m.shape[:-2]) + (ring.n,)
+    key = _tied(key, m)
     v = _sampled_ntt(key, 0, poly, ring, enc_rows, TERNARY)
     e0, e1 = (_sampled_ntt(key, i, poly, ring, enc_rows, table, factor) for i in (1, 2))
     pk = ops.take_static(pk, enc_rows, -2, max_runs=1)

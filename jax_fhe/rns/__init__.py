@@ -1,5 +1,6 @@
 """RNS arithmetic: NTT-friendly primes, contexts (twiddle tables), base-conversion and CRT tables,
-the security bound, host-side sampling (secrets, noise, public uniform data), the pytree
+the security bound, host-side randomness (secrets, the keys the device sampler expands, public
+uniform data), the pytree
 dataclass helper and the progress switch every layer uses."""
 from .bconv import BConvTable, fold_interval, make_bconv_table
 from .context import RNSContext, check_ring_degree, make_context

@@ -115,6 +115,11 @@ class HostRandom:
         return out
 
     @property
+    def is_public(self) -> bool:
+        """True for a public stream (:meth:`public`): never a source of secrets or noise."""
+        return self._xof is not None
+
+    @property
     def secure(self) -> bool:
         """True when the stream is secret and unpredictable (os.urandom)."""
         return self._rng is None and self._xof is None
@@ -253,11 +258,24 @@ class SmallTable:
     thresholds: tuple
     bound: int
 
+    def __post_init__(self):
+        t = self.thresholds
+        if (not isinstance(t, tuple) or not 1 <= len(t) <= MAX_SMALL_TABLE
+                or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in t)
+                or any(not 0 <= int(v) <= 1 << 53 for v in t) or any(int(a) > int(b) for a, b in zip(t, t[1:]))):
+            raise ValueError(f"SmallTable: thresholds must be a tuple of 1 to {MAX_SMALL_TABLE} sorted ints in "
+                             f"[0, 2^53], got {len(t) if isinstance(t, tuple) else type(t).__name__} entries")
+        if isinstance(self.bound, bool) or not isinstance(self.bound, (int, np.integer)) or not 0 <= self.bound <= len(t):
+            raise ValueError(f"SmallTable: bound must be an int in [0, {len(t)}], got {self.bound!r}")
+
     def probabilities(self) -> dict:
         """{value: probability} exactly as the sampler draws it (for tests)."""
         edges = (0,) + tuple(self.thresholds) + (1 << 53,)
         return {k - self.bound: (edges[k + 1] - edges[k]) / 2.0**53 for k in range(len(edges) - 1)}
 
+
+#: The device sampler's largest table (``ffi/sample_args.h``: kMaxSampleTable).
+MAX_SMALL_TABLE = 256
 
 #: Uniform {-1, 0, 1} (each within 2^-53 of 1/3).
 TERNARY = SmallTable(thresholds=(round(2**53 / 3), round(2**54 / 3)), bound=1)
@@ -267,6 +285,9 @@ def gaussian_table(sigma: float, tail: float) -> SmallTable:
     """The truncated discrete Gaussian of :meth:`HostRandom.gaussian` as a :class:`SmallTable`
     (the same cumulative table)."""
     thresholds, bound = _gaussian_table(float(sigma), float(tail))
+    if not 1 <= len(thresholds) <= MAX_SMALL_TABLE:
+        raise ValueError(f"gaussian_table: sigma * tail = {sigma * tail:g} gives {len(thresholds)} table entries; the "
+                         f"device sampler takes 1 to {MAX_SMALL_TABLE} (1 <= sigma * tail < {MAX_SMALL_TABLE // 2 + 1})")
     return SmallTable(thresholds=tuple(int(t) for t in thresholds), bound=int(bound))
 
 
