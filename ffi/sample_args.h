@@ -89,9 +89,17 @@ FHE_HD void uniform_block(const uint32_t* key, uint32_t stream, int64_t block, i
   });
 }
 
+inline ffi::Error check_stream(int64_t stream) {
+  if (stream < 0 || stream >= (int64_t{1} << 32))
+    return ffi::Error::InvalidArgument("sample: stream must be in [0, 2^32)");
+  return ffi::Error::Success();
+}
+
 inline ffi::Error check_uniform_args(const ffi::AnyBuffer::Dimensions& key,
                                      const ffi::AnyBuffer::Dimensions& moduli,
-                                     const ffi::AnyBuffer::Dimensions& out, PolyShape* p) {
+                                     const ffi::AnyBuffer::Dimensions& out, int64_t stream,
+                                     PolyShape* p) {
+  if (auto e = check_stream(stream); e.failure()) return e;
   if (key.size() != 1 || key[0] != 8)
     return ffi::Error::InvalidArgument("sample_uniform: the key must be uint32[8]");
   if (auto e = decode_poly_shape(out, "sample_uniform output", p); e.failure()) return e;
@@ -101,14 +109,10 @@ inline ffi::Error check_uniform_args(const ffi::AnyBuffer::Dimensions& key,
   return ffi::Error::Success();
 }
 
-inline ffi::Error check_stream(int64_t stream) {
-  if (stream < 0 || stream >= (int64_t{1} << 32))
-    return ffi::Error::InvalidArgument("sample: stream must be in [0, 2^32)");
-  return ffi::Error::Success();
-}
-
 inline ffi::Error check_sample_args(const ffi::AnyBuffer::Dimensions& key, int64_t total,
-                                    ffi::Span<const int64_t> thresholds, int64_t bound) {
+                                    ffi::Span<const int64_t> thresholds, int64_t bound,
+                                    int64_t stream) {
+  if (auto e = check_stream(stream); e.failure()) return e;
   if (key.size() != 1 || key[0] != 8)
     return ffi::Error::InvalidArgument("sample_small: the key must be uint32[8]");
   const int64_t count = static_cast<int64_t>(thresholds.size());

@@ -11,8 +11,8 @@ namespace {
 ffi::Error SampleSmallCpuImpl(ffi::Buffer<ffi::U32> key, ffi::ResultBuffer<ffi::S32> out,
                               int64_t stream, int64_t bound, ffi::Span<const int64_t> thresholds) {
   const int64_t total = element_count(out->dimensions());
-  if (auto e = check_sample_args(key.dimensions(), total, thresholds, bound); e.failure()) return e;
-  if (auto e = check_stream(stream); e.failure()) return e;
+  if (auto e = check_sample_args(key.dimensions(), total, thresholds, bound, stream); e.failure())
+    return e;
   const uint32_t* k = key.typed_data();
   int32_t* o = out->typed_data();
   const int64_t blocks = (total + kSampleWordsPerBlock - 1) / kSampleWordsPerBlock;
@@ -27,10 +27,9 @@ ffi::Error SampleSmallCpuImpl(ffi::Buffer<ffi::U32> key, ffi::ResultBuffer<ffi::
 ffi::Error SampleUniformCpuImpl(ffi::Buffer<ffi::U32> key, ffi::Buffer<ffi::U32> moduli,
                                 ffi::ResultBuffer<ffi::U32> out, int64_t stream) {
   PolyShape p;
-  if (auto e = check_uniform_args(key.dimensions(), moduli.dimensions(), out->dimensions(), &p);
+  if (auto e = check_uniform_args(key.dimensions(), moduli.dimensions(), out->dimensions(), stream, &p);
       e.failure())
     return e;
-  if (auto e = check_stream(stream); e.failure()) return e;
   const int64_t total = p.polys * p.n;
   const uint32_t* k = key.typed_data();
   const uint32_t* q = moduli.typed_data();

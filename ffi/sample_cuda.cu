@@ -40,8 +40,8 @@ ffi::Error SampleSmallCudaImpl(cudaStream_t cu_stream, ffi::Buffer<ffi::U32> key
                                ffi::ResultBuffer<ffi::S32> out, int64_t stream, int64_t bound,
                                ffi::Span<const int64_t> thresholds) {
   const int64_t total = element_count(out->dimensions());
-  if (auto e = check_sample_args(key.dimensions(), total, thresholds, bound); e.failure()) return e;
-  if (auto e = check_stream(stream); e.failure()) return e;
+  if (auto e = check_sample_args(key.dimensions(), total, thresholds, bound, stream); e.failure())
+    return e;
   if (total == 0) return ffi::Error::Success();
   SampleTable table;
   const int count = static_cast<int>(thresholds.size());
@@ -67,10 +67,9 @@ ffi::Error SampleUniformCudaImpl(cudaStream_t cu_stream, ffi::Buffer<ffi::U32> k
                                  ffi::Buffer<ffi::U32> moduli, ffi::ResultBuffer<ffi::U32> out,
                                  int64_t stream) {
   PolyShape p;
-  if (auto e = check_uniform_args(key.dimensions(), moduli.dimensions(), out->dimensions(), &p);
+  if (auto e = check_uniform_args(key.dimensions(), moduli.dimensions(), out->dimensions(), stream, &p);
       e.failure())
     return e;
-  if (auto e = check_stream(stream); e.failure()) return e;
   const int64_t total = p.polys * p.n;
   if (total == 0) return ffi::Error::Success();
   const int64_t blocks = (total + kSampleWordsPerBlock - 1) / kSampleWordsPerBlock;
