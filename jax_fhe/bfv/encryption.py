@@ -19,7 +19,6 @@ from .. import ops
 from ..ops import take_static
 from ..rlwe import encryption as rlwe_enc
 from ..rlwe.plainmod import lift_centered, mul_const_t
-from ..rns.sampling import as_randomness
 from .context import BFVContext, check_context
 from .keys import PublicKey, SecretKey
 from .types import Ciphertext, Plaintext, check_data, check_plaintext
@@ -53,7 +52,6 @@ def encrypt(pt: Plaintext, ctx: BFVContext, key, rng=None) -> Ciphertext:
     check_plaintext(pt, p, "encrypt")
     if getattr(key, "params", None) != p:
         raise ValueError(f"encrypt: the key must be for {p.name!r}")
-    rng = as_randomness(rng)
     rows = ctx.q_rows
     m = _scaled_message(pt.data, ctx)
     if isinstance(key, PublicKey):

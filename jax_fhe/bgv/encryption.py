@@ -18,7 +18,6 @@ from ..bfv.types import Plaintext, check_data, check_plaintext
 from ..ops import take_static
 from ..rlwe import encryption as rlwe_enc
 from ..rlwe.plainmod import const_mod_t, lift_centered, mul_const_t
-from ..rns.sampling import as_randomness
 from .context import BGVContext, check_context
 from .types import Ciphertext
 
@@ -51,7 +50,6 @@ def encrypt(pt: Plaintext, ctx: BGVContext, key, rng=None, *, level: int | None 
     if getattr(key, "params", None) != p:
         raise ValueError(f"encrypt: the key must be for {p.name!r}")
     level = p.max_level if level is None else p.check_level(level)
-    rng = as_randomness(rng)
     rows = p.rows(level)
     m = _lifted_message(pt.data, ctx, level)
     t = p.plain_modulus

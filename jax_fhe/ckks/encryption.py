@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..ops import take_static
 from ..rlwe import encryption as rlwe_enc
-from ..rns.sampling import as_randomness, record_uniform_seed
+from ..rns.sampling import record_uniform_seed
 from .context import CKKSContext, check_context
 from .keys import PublicKey, SecretKey
 from .types import Ciphertext, Plaintext, check_data
@@ -33,7 +33,6 @@ def encrypt(pt: Plaintext, ctx: CKKSContext, key, rng=None, *, seed_a: bool = Fa
         raise ValueError(f"encrypt: plaintext ({pt.params.name!r}), key and context ({p.name!r}) "
                          "must use the same parameter set")
     check_data(pt.data, p, pt.level, (), "encrypt")
-    rng = as_randomness(rng)
     rows = p.rows(pt.level)
     a_seed = None
     if isinstance(key, PublicKey):

@@ -342,20 +342,20 @@ def can_divide(tables, drop_rows) -> bool:
     return d is not None and d.can(tables, tuple(drop_rows))
 
 
-def _divide(tables, drop_rows, what: str) -> Divide:
+def _divide(tables, drop_rows, what: str) -> tuple:
+    """(the method of ``tables``, its :class:`Divide`), or ValueError when it cannot."""
     m = method_of(tables)
     if m.divide is None or not m.divide.can(tables, tuple(drop_rows)):
         raise ValueError(f"{what}: {m.name} key switching with {type(tables).__name__} cannot merge "
                          f"ModDown with a rescale dropping rows {tuple(drop_rows)} (check can_divide)")
-    return m.divide
+    return m, m.divide
 
 
 def key_switch_divide(x, key, ring, tables, drop_rows, add=None) -> jax.Array:
     """round((P add + key product of x) / (P D)) with one rounding: :func:`key_switch` of x
     plus ``add`` (uint32[..., 2, L, N] or None), rescaled by D, the product of the basis rows
     ``drop_rows``. Returns uint32[..., 2, L - |D|, N] over the other basis rows (NTT)."""
-    d = _divide(tables, drop_rows, "key_switch_divide")
-    m = method_of(tables)
+    m, d = _divide(tables, drop_rows, "key_switch_divide")
     key = _check_key(key, m, "key_switch_divide")
     return d.switch(x, m.decompose(x, ring, tables), key, ring, tables, tuple(drop_rows), add)
 
@@ -363,4 +363,4 @@ def key_switch_divide(x, key, ring, tables, drop_rows, add=None) -> jax.Array:
 def mod_down_divide(y, ring, tables, drop_rows) -> jax.Array:
     """round(y / (P D)) with one rounding: :func:`mod_down` of extended-basis data y and the
     rescale dropping the basis rows ``drop_rows`` (product D). Returns uint32[..., L - |D|, N]."""
-    return _divide(tables, drop_rows, "mod_down_divide").mod_down(y, ring, tables, tuple(drop_rows))
+    return _divide(tables, drop_rows, "mod_down_divide")[1].mod_down(y, ring, tables, tuple(drop_rows))

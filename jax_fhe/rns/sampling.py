@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import hashlib
 import math
 import os
@@ -225,12 +226,6 @@ def is_device_key(rng) -> bool:
     return dtype is not None and np.dtype(dtype) == np.uint32 and tuple(getattr(rng, "shape", ())) == (8,)
 
 
-def as_randomness(rng):
-    """An encryption's ``rng``: a HostRandom (None: os.urandom), or an explicit device key
-    (uint32[8], :meth:`HostRandom.device_key`) returned as it is; TypeError for anything else."""
-    return rng if is_device_key(rng) else as_host_random(rng)
-
-
 _TABLES: dict = {}
 
 
@@ -281,6 +276,7 @@ MAX_SMALL_TABLE = 256
 TERNARY = SmallTable(thresholds=(round(2**53 / 3), round(2**54 / 3)), bound=1)
 
 
+@functools.lru_cache(maxsize=64)
 def gaussian_table(sigma: float, tail: float) -> SmallTable:
     """The truncated discrete Gaussian of :meth:`HostRandom.gaussian` as a :class:`SmallTable`
     (the same cumulative table)."""
