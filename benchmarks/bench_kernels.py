@@ -147,7 +147,8 @@ def _inputs(device, primes, batch, rng, budget_bytes, min_count, n, lift_bits=No
 
 
 _OPERATIONS = {"ntt": "NTT forward", "intt": "NTT inverse", "lift": "NTT forward of int32 digits (ntt_lift)",
-               "modup": "NTT forward of ModUp's limbs", "bconv": "BConv"}
+               "modup": "NTT forward of ModUp's limbs", "bconv": "BConv",
+               "sample": "device sampler, Gaussian (ops.sample_small)"}
 
 
 def result_entries(rows, device_kind: str, bw) -> list:
